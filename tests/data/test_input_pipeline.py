@@ -1,0 +1,372 @@
+"""Tests for the digits builder, preprocessing ops and the input pipeline."""
+
+import collections
+import os
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import ml_collections  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import tensorflow as tf  # noqa: E402
+import tensorflow_datasets as tfds  # noqa: E402
+from sklearn import datasets as sk_datasets  # noqa: E402
+from sklearn import model_selection  # noqa: E402
+
+from vit_spectral import data  # noqa: E402
+from vit_spectral.data import preprocessing  # noqa: E402
+
+NUM_TRAIN, NUM_TEST = 1437, 360
+
+
+def make_cfg(**overrides) -> ml_collections.ConfigDict:
+  cfg = ml_collections.ConfigDict(dict(
+      dataset="digits",
+      data_dir=None,
+      download=False,
+      train_split="train",
+      eval_split="test",
+      image_size=8,
+      batch_size=64,
+      eval_batch_size=48,
+      shuffle_buffer=2000,
+      train_augment="pad_crop",
+      pad_crop_padding=1,
+      flip=True,
+      eval_resize="none",
+      crop_fraction=0.875,
+      mean=(0.5,),
+      std=(0.25,),
+  ))
+  cfg.update(overrides)
+  return cfg
+
+
+@pytest.fixture(scope="session")
+def digits_dir(tmp_path_factory):
+  data_dir = str(tmp_path_factory.mktemp("tfds"))
+  data.get_builder("digits", data_dir=data_dir)  # Prepares it once, offline.
+  return data_dir
+
+
+@pytest.fixture(scope="session")
+def sklearn_digits():
+  digits = sk_datasets.load_digits()
+  # Independent of the builder's code: round-half-to-even, float32 maths.
+  images = np.round(digits.images * (255.0 / 16.0)).astype(np.uint8)
+  return images[..., None], digits.target
+
+
+def take(ds, n):
+  return [batch for _, batch in zip(range(n), ds.as_numpy_iterator())]
+
+
+def assert_streams_equal(a, b):
+  assert len(a) == len(b)
+  for x, y in zip(a, b):
+    assert x.keys() == y.keys()
+    for key in x:
+      np.testing.assert_array_equal(x[key], y[key])
+
+
+def example_key(image, label):
+  return (np.asarray(image).tobytes(), int(label))
+
+
+# ---------------------------------------------------------------------------
+# digits builder.
+# ---------------------------------------------------------------------------
+
+
+def test_digits_builder_offline(digits_dir, sklearn_digits):
+  builder = data.get_builder("digits", data_dir=digits_dir)
+  assert builder.name == "digits"
+  assert str(builder.version) == "1.0.0"
+  assert builder.info.splits["train"].num_examples == NUM_TRAIN
+  assert builder.info.splits["test"].num_examples == NUM_TEST
+  assert builder.info.features["label"].num_classes == 10
+  assert builder.info.features["image"].shape == (8, 8, 1)
+
+  sk_images, sk_labels = sklearn_digits
+  splits = {}
+  for split in ("train", "test"):
+    examples = list(tfds.as_numpy(builder.as_dataset(split=split)))
+    for ex in examples:
+      assert ex["image"].shape == (8, 8, 1) and ex["image"].dtype == np.uint8
+    splits[split] = collections.Counter(
+        example_key(ex["image"], ex["label"]) for ex in examples)
+
+  # Together the splits are exactly sklearn's 1797 images, rescaled.
+  everything = splits["train"] + splits["test"]
+  assert sum(everything.values()) == 1797
+  assert everything == collections.Counter(
+      example_key(im, lab) for im, lab in zip(sk_images, sk_labels))
+
+  # The test split is the documented stratified split (seed 0, 20%).
+  _, test_idx = model_selection.train_test_split(
+      np.arange(len(sk_labels)), test_size=0.2, random_state=0,
+      stratify=sk_labels)
+  assert splits["test"] == collections.Counter(
+      example_key(sk_images[i], sk_labels[i]) for i in test_idx)
+  test_labels = collections.Counter()
+  for (_, label), n in splits["test"].items():
+    test_labels[label] += n
+  assert [test_labels[c] for c in range(10)] == [
+      36, 36, 35, 37, 36, 37, 36, 36, 35, 36]
+
+
+def test_digits_pixel_values_spot_check(digits_dir, sklearn_digits):
+  sk_images, sk_labels = sklearn_digits
+  builder = data.get_builder("digits", data_dir=digits_dir)
+  by_image = {im.tobytes(): i for i, im in enumerate(sk_images)}
+  examples = list(tfds.as_numpy(builder.as_dataset(split="test").take(5)))
+  for ex in examples:
+    i = by_image[ex["image"].tobytes()]
+    assert ex["label"] == sk_labels[i]
+    # An explicit value check on top of the byte match.
+    expected = np.round(sk_datasets.load_digits().images[i] * 255 / 16)
+    np.testing.assert_array_equal(ex["image"][..., 0], expected)
+  assert 255 in sk_images and 0 in sk_images
+
+
+# ---------------------------------------------------------------------------
+# Preprocessing ops.
+# ---------------------------------------------------------------------------
+
+
+def test_preprocessing_ops():
+  image = tf.random.stateless_uniform((20, 30, 3), seed=[1, 2])
+  seed = tf.constant([3, 4], tf.int64)
+  np.testing.assert_array_equal(preprocessing.pad_crop(image, 0, seed), image)
+  shifted = preprocessing.pad_crop(image, 4, seed)
+  assert shifted.shape == image.shape
+  np.testing.assert_array_equal(shifted, preprocessing.pad_crop(image, 4, seed))
+
+  crop = preprocessing.random_resized_crop(image, 16, seed)
+  assert crop.shape == (16, 16, 3) and crop.dtype == tf.float32
+  np.testing.assert_array_equal(
+      crop, preprocessing.random_resized_crop(image, 16, seed))
+
+  # 20x30 -> shorter side 16/0.8 = 20 (unchanged) -> central 16x16 crop.
+  centre = preprocessing.resize_center_crop(image, 16, 0.8)
+  np.testing.assert_allclose(centre, image[2:18, 7:23], atol=1e-6)
+
+  flipped = [preprocessing.random_flip(image, tf.constant([s, 0]))
+             for s in range(8)]
+  assert any(np.array_equal(f, image[:, ::-1]) for f in flipped)
+  assert any(np.array_equal(f, image) for f in flipped)
+
+  norm = preprocessing.normalize(tf.ones((2, 2, 3)), (0.5,) * 3, (0.25,) * 3)
+  np.testing.assert_allclose(norm, 2.0)
+  uint8 = tf.constant([[[0], [255]]], tf.uint8)
+  np.testing.assert_array_equal(preprocessing.to_float(uint8), [[[0.], [1.]]])
+
+
+# ---------------------------------------------------------------------------
+# Pipeline on mocked TFDS data.
+# ---------------------------------------------------------------------------
+
+
+def test_pipeline_mock_cifar10(tmp_path):
+  cfg = make_cfg(dataset="cifar10", data_dir=str(tmp_path), download=True,
+                 image_size=32, batch_size=16, eval_batch_size=8,
+                 pad_crop_padding=4, mean=(0.5, 0.4, 0.3),
+                 std=(0.25, 0.2, 0.1))
+  low = (0 - np.array(cfg.mean)) / np.array(cfg.std)
+  high = (1 - np.array(cfg.mean)) / np.array(cfg.std)
+  # download=True is safe: mock_data turns download_and_prepare into a no-op.
+  with tfds.testing.mock_data(num_examples=20):
+    meta = data.dataset_meta(cfg)
+    assert meta.num_classes == 10 and meta.image_shape == (32, 32, 3)
+    train = data.create_train_dataset(cfg, seed=0, process_index=0,
+                                      process_count=2)
+    for batch in take(train, 3):
+      assert batch["image"].shape == (8, 32, 32, 3)
+      assert batch["image"].dtype == np.float32
+      assert batch["label"].shape == (8,) and batch["label"].dtype == np.int32
+      assert np.all(batch["image"] >= low - 1e-5)
+      assert np.all(batch["image"] <= high + 1e-5)
+      assert np.all((batch["label"] >= 0) & (batch["label"] < 10))
+
+    evalds, num_batches = data.create_eval_dataset(cfg, process_index=1,
+                                                   process_count=2)
+    batches = list(evalds.as_numpy_iterator())
+    assert len(batches) == num_batches == 5  # 20 examples, local batch 4.
+    for batch in batches:
+      assert batch["image"].shape == (4, 32, 32, 3)
+      assert batch["image"].dtype == np.float32
+      assert batch["label"].dtype == np.int32
+      assert batch["mask"].dtype == bool and batch["mask"].all()
+      assert np.all(batch["image"] >= low - 1e-5)
+      assert np.all(batch["image"] <= high + 1e-5)
+
+
+def test_pipeline_mock_imagenet(tmp_path):
+  cfg = make_cfg(dataset="imagenet2012", data_dir=str(tmp_path), download=True,
+                 eval_split="validation", image_size=32, batch_size=4,
+                 eval_batch_size=4, train_augment="random_resized_crop",
+                 eval_resize="resize_center_crop", mean=(0.5,) * 3,
+                 std=(0.5,) * 3)
+  with tfds.testing.mock_data(num_examples=6):
+    train = data.create_train_dataset(cfg, seed=1, process_index=0,
+                                      process_count=1)
+    batch = take(train, 1)[0]
+    assert batch["image"].shape == (4, 32, 32, 3)
+    assert np.all(np.abs(batch["image"]) <= 1 + 1e-5)
+    evalds, num_batches = data.create_eval_dataset(cfg, process_index=0,
+                                                   process_count=1)
+    batches = list(evalds.as_numpy_iterator())
+    assert num_batches == len(batches) == 2
+    assert batches[0]["image"].shape == (4, 32, 32, 3)
+    assert batches[1]["mask"].tolist() == [True, True, False, False]
+
+    # Variable-size images cannot be used at their stored size.
+    cfg.eval_resize = "none"
+    with pytest.raises(ValueError, match=r"input\.eval_resize='none'"):
+      data.create_eval_dataset(cfg, process_index=0, process_count=1)
+
+
+# ---------------------------------------------------------------------------
+# Determinism and resume (real digits data).
+# ---------------------------------------------------------------------------
+
+
+def test_resume_is_exact(digits_dir):
+  # 1437 examples, batch 64: epoch boundaries fall inside steps 22 and 44.
+  cfg = make_cfg(data_dir=digits_dir)
+  reference = take(data.create_train_dataset(
+      cfg, seed=7, process_index=0, process_count=1), 48)
+  for k in (1, 22, 23, 45):
+    resumed = take(data.create_train_dataset(
+        cfg, seed=7, start_step=k, process_index=0, process_count=1), 48 - k)
+    assert_streams_equal(reference[k:], resumed)
+
+
+def test_same_seed_same_stream_different_seed_different(digits_dir):
+  cfg = make_cfg(data_dir=digits_dir)
+  make = lambda seed: take(data.create_train_dataset(
+      cfg, seed=seed, process_index=0, process_count=1), 25)
+  first, again, other = make(3), make(3), make(4)
+  assert_streams_equal(first, again)
+  assert not np.array_equal(first[0]["label"], other[0]["label"])
+  assert not np.array_equal(first[0]["image"], other[0]["image"])
+  # Epochs are reshuffled: step 0 of epoch 0 differs from the start of epoch 1
+  # (example 1437 = step 22, position 29).
+  epoch1 = np.concatenate([b["label"] for b in first[22:24]])[29:29 + 64]
+  assert not np.array_equal(first[0]["label"], epoch1)
+
+
+def test_one_epoch_visits_every_example_once(digits_dir, sklearn_digits):
+  # Without augmentation, one epoch of the stream is a permutation of the split.
+  cfg = make_cfg(data_dir=digits_dir, train_augment="none", flip=False,
+                 batch_size=479, mean=(0.0,), std=(1.0,))  # 3 * 479 = 1437
+  batches = take(data.create_train_dataset(
+      cfg, seed=0, process_index=0, process_count=1), 3)
+  images = np.concatenate([b["image"] for b in batches])
+  labels = np.concatenate([b["label"] for b in batches])
+  seen = collections.Counter(
+      example_key(np.round(im * 255).astype(np.uint8), lab)
+      for im, lab in zip(images, labels))
+  builder = data.get_builder("digits", data_dir=digits_dir)
+  expected = collections.Counter(
+      example_key(ex["image"], ex["label"])
+      for ex in tfds.as_numpy(builder.as_dataset(split="train")))
+  assert seen == expected
+
+
+def test_processes_read_different_slices(digits_dir):
+  cfg = make_cfg(data_dir=digits_dir, train_augment="none", flip=False)
+  streams = [take(data.create_train_dataset(
+      cfg, seed=0, process_index=i, process_count=2), 2) for i in range(2)]
+  assert streams[0][0]["image"].shape == (32, 8, 8, 1)
+  first = [np.concatenate([b["image"] for b in s]) for s in streams]
+  # Slices are disjoint, so (apart from duplicate digits in the data) no
+  # image of process 0's first batches appears in process 1's.
+  keys0 = {im.tobytes() for im in first[0]}
+  keys1 = {im.tobytes() for im in first[1]}
+  assert len(keys0 & keys1) <= 2
+
+
+# ---------------------------------------------------------------------------
+# Evaluation.
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("eval_split", ["test", "test[:359]"])
+def test_eval_multi_process_covers_split_once(digits_dir, eval_split):
+  cfg = make_cfg(data_dir=digits_dir, eval_split=eval_split,
+                 eval_batch_size=48, mean=(0.0,), std=(1.0,))
+  builder = data.get_builder("digits", data_dir=digits_dir)
+  expected = collections.Counter(
+      example_key(ex["image"], ex["label"])
+      for ex in tfds.as_numpy(builder.as_dataset(split=eval_split)))
+
+  seen = collections.Counter()
+  all_num_batches = set()
+  for process_index in range(3):
+    ds, num_batches = data.create_eval_dataset(
+        cfg, process_index=process_index, process_count=3)
+    batches = list(ds.as_numpy_iterator())
+    assert len(batches) == num_batches
+    all_num_batches.add(num_batches)
+    for batch in batches:
+      assert batch["image"].shape == (16, 8, 8, 1)
+      assert batch["mask"].dtype == bool
+      for image, label, mask in zip(batch["image"], batch["label"],
+                                    batch["mask"]):
+        if mask:
+          seen[example_key(np.round(image * 255).astype(np.uint8), label)] += 1
+        else:
+          assert not image.any() and label == 0
+  assert all_num_batches == {8}  # ceil(120 / 16) for every process.
+  assert seen == expected
+
+
+# ---------------------------------------------------------------------------
+# Errors.
+# ---------------------------------------------------------------------------
+
+
+def test_unprepared_dataset_fails_fast(tmp_path):
+  start = time.monotonic()
+  with pytest.raises(data.DatasetNotPreparedError) as info:
+    data.get_builder("cifar100", data_dir=str(tmp_path), download=False)
+  assert time.monotonic() - start < 10
+  message = str(info.value)
+  assert "cifar100" in message and str(tmp_path) in message
+  assert f"tfds build cifar100 --data_dir={tmp_path}" in message
+  assert "download=True" in message
+  assert isinstance(info.value, FileNotFoundError)
+
+  with pytest.raises(data.DatasetNotPreparedError, match="downloads/manual"):
+    data.get_builder("imagenet2012", data_dir=str(tmp_path))
+
+
+def test_unknown_dataset_and_bad_features(tmp_path):
+  with pytest.raises(ValueError, match="not a known TFDS data set") as info:
+    data.get_builder("no_such_dataset_xyz", data_dir=str(tmp_path))
+  for name in data.SHIPPED_DATASETS:
+    assert name in str(info.value)
+  with pytest.raises(ValueError, match="no `image`"):
+    data.get_builder("glue", data_dir=str(tmp_path))
+
+
+def test_config_errors_name_the_field(digits_dir):
+  with pytest.raises(ValueError, match=r"input\.batch_size=64.*\(3\)"):
+    data.create_train_dataset(make_cfg(data_dir=digits_dir), seed=0,
+                              process_index=0, process_count=3)
+  with pytest.raises(ValueError, match=r"input\.eval_batch_size"):
+    data.create_eval_dataset(make_cfg(data_dir=digits_dir, eval_batch_size=50),
+                             process_index=0, process_count=3)
+  with pytest.raises(ValueError,
+                     match=r"input\.train_augment='crop'.*pad_crop"):
+    data.create_train_dataset(make_cfg(data_dir=digits_dir,
+                                       train_augment="crop"),
+                              seed=0, process_index=0, process_count=1)
+  with pytest.raises(ValueError, match=r"input\.mean"):
+    data.create_train_dataset(make_cfg(data_dir=digits_dir, mean=(0.5,) * 3),
+                              seed=0, process_index=0, process_count=1)
+  with pytest.raises(ValueError, match=r"input\.train_augment='pad_crop'"):
+    data.create_train_dataset(make_cfg(data_dir=digits_dir, image_size=16),
+                              seed=0, process_index=0, process_count=1)

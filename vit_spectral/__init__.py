@@ -1,0 +1,9 @@
+"""vit_spectral: why deep Vision Transformers oversmooth, and how to stop it.
+
+JAX/Flax (linen) reimplementations of five papers on oversmoothing in deep ViTs,
+with one model (`vit_spectral.models.ViT`), one attention registry
+(`vit_spectral.attention`), the papers' diagnostics (`vit_spectral.analysis`) and a
+sharded trainer (`vit_spectral.trainer`).
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,125 @@
+"""The call contract and shared pieces of every attention variant.
+
+Contract (what `models.vit.Block` relies on):
+
+    attn = AttentionClass(num_heads=..., deterministic=..., grid_size=...,
+                          num_prefix_tokens=..., dtype=..., param_dtype=...,
+                          **variant_kwargs)
+    y, new_state = attn(x, state, mask=None)
+
+    x, y:   (B, T, D), T = num_prefix_tokens + grid_size[0] * grid_size[1]
+    state:  whatever `AttentionClass.initial_state(B, T, num_heads)` returned for
+            the first block (None for stateless variants), then the previous
+            block's `new_state`. Carried in float32.
+    mask:   optional bool (B or 1, 1 or heads, T, T); True = may attend.
+
+Every variant sows its final attention probabilities, (B, heads, T, T), as
+`intermediates/attention_weights`, so diagnostics need no second model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from vit_spectral.layers.initializers import get_initializer
+
+# Added to masked logits instead of -inf so fully masked rows stay finite.
+_MASK_VALUE = -1e30
+
+
+class Attention(nn.Module):
+  """Shared fields and projections for multi-head attention variants.
+
+  Attributes:
+    num_heads: number of heads H.
+    head_dim: width per head; None = D // H.
+    qkv_bias: whether query/key/value projections have a bias.
+    dropout_rate: dropout on the attention probabilities.
+    deterministic: disables dropout.
+    kernel_init: initializer name for every projection kernel.
+    grid_size: (rows, cols) of the patch grid the tokens come from (for
+      position-aware variants); None when tokens have no grid.
+    num_prefix_tokens: tokens before the grid tokens (1 with a CLS token).
+    dtype: compute dtype; param_dtype: parameter dtype.
+  """
+  num_heads: int
+  head_dim: int | None = None
+  qkv_bias: bool = True
+  dropout_rate: float = 0.0
+  deterministic: bool = True
+  kernel_init: str = "xavier_uniform"
+  grid_size: tuple[int, int] | None = None
+  num_prefix_tokens: int = 0
+  dtype: Any = jnp.float32
+  param_dtype: Any = jnp.float32
+
+  @classmethod
+  def initial_state(cls, batch_size: int, num_tokens: int, num_heads: int):
+    """The state handed to the first block; None = this variant is stateless."""
+    del batch_size, num_tokens, num_heads
+    return None
+
+  def resolved_head_dim(self, width: int) -> int:
+    if self.head_dim is not None:
+      return self.head_dim
+    if width % self.num_heads:
+      raise ValueError(
+          f"model.hidden_size={width} is not divisible by "
+          f"model.num_heads={self.num_heads}")
+    return width // self.num_heads
+
+  def dense_heads(self, x, name: str, use_bias: bool):
+    """x: (B, T, D) -> (B, T, H, Dh), one projection."""
+    return nn.DenseGeneral(
+        features=(self.num_heads, self.resolved_head_dim(x.shape[-1])),
+        use_bias=use_bias, kernel_init=get_initializer(self.kernel_init),
+        dtype=self.dtype, param_dtype=self.param_dtype, name=name)(x)
+
+  def project_qkv(self, x):
+    """x: (B, T, D) -> q, k, v each (B, T, H, Dh) (submodules query/key/value)."""
+    return tuple(self.dense_heads(x, n, self.qkv_bias)
+                 for n in ("query", "key", "value"))
+
+  def project_out(self, y, width: int):
+    """y: (B, T, H, Dh) -> (B, T, width), the output projection "out"."""
+    return nn.DenseGeneral(
+        features=width, axis=(-2, -1),
+        kernel_init=get_initializer(self.kernel_init),
+        dtype=self.dtype, param_dtype=self.param_dtype, name="out")(y)
+
+  def probabilities(self, logits, mask=None):
+    """Masked softmax over keys, computed in float32, sown and dropped out.
+
+    Args:
+      logits: (B, H, T, T) attention scores.
+      mask: optional bool, broadcastable to logits; True = may attend.
+
+    Returns:
+      (B, H, T, T) probabilities (after attention dropout), in `dtype`.
+    """
+    logits = logits.astype(jnp.float32)
+    if mask is not None:
+      logits = jnp.where(mask, logits, _MASK_VALUE)
+    weights = jax.nn.softmax(logits, axis=-1)
+    self.sow_weights(weights)
+    weights = nn.Dropout(self.dropout_rate)(weights, deterministic=self.deterministic)
+    return weights.astype(self.dtype)
+
+  def sow_weights(self, weights):
+    """Records the attention map that the diagnostics read, (B, H, T, T)."""
+    self.sow("intermediates", "attention_weights", weights)
+
+
+def apply_weights(weights, v):
+  """weights: (B, H, T, S), v: (B, S, H, Dh) -> (B, T, H, Dh)."""
+  return jnp.einsum("bhts,bshd->bthd", weights, v)
+
+
+def scaled_dot_logits(q, k):
+  """q: (B, T, H, Dh), k: (B, S, H, Dh) -> q kᵀ / sqrt(Dh), (B, H, T, S)."""
+  q = q / jnp.sqrt(q.shape[-1]).astype(q.dtype)
+  return jnp.einsum("bthd,bshd->bhts", q, k)

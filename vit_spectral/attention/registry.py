@@ -1,0 +1,56 @@
+"""The one attention registry: variant names -> attention module classes.
+
+Every attention variant is a `flax.linen.Module` that follows the call contract of
+`vit_spectral.attention.base.Attention`:
+
+    y, new_state = module(x, state, mask=None)
+
+with `x` of shape (batch, tokens, width) and `y` of the same shape. `state` is the
+per-variant memory carried from block to block by the encoder (the scan carry);
+it is `None` for every variant whose class returns `None` from
+`initial_state(...)`, so plain attention never pays for it.
+
+Variants are chosen by config (`config.model.attention = dict(name="dot_product",
+...)`), never by subclassing the model.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, TypeVar
+
+_REGISTRY: dict[str, type] = {}
+
+T = TypeVar("T", bound=type)
+
+
+def register_attention(name: str) -> Callable[[T], T]:
+  """Class decorator that registers an attention module under `name`."""
+
+  def decorator(cls: T) -> T:
+    if name in _REGISTRY and _REGISTRY[name] is not cls:
+      raise ValueError(
+          f"attention name {name!r} is already registered to "
+          f"{_REGISTRY[name].__module__}.{_REGISTRY[name].__qualname__}")
+    _REGISTRY[name] = cls
+    return cls
+
+  return decorator
+
+
+def registered_attentions() -> tuple[str, ...]:
+  """Sorted names of every registered attention variant."""
+  return tuple(sorted(_REGISTRY))
+
+
+def get_attention(name: str) -> type:
+  """Returns the attention module class registered under `name`.
+
+  Raises:
+    ValueError: `name` is not registered; the message lists the registered names.
+  """
+  try:
+    return _REGISTRY[name]
+  except KeyError:
+    raise ValueError(
+        f"model.attention.name={name!r} is not a registered attention variant; "
+        f"choose one of {list(registered_attentions())}") from None

@@ -1,0 +1,57 @@
+"""Orbax checkpoints of the train state: periodic, keep-last-N, preemption-aware.
+
+Restoring goes onto an abstract state that carries the *current* shardings, so a
+checkpoint written on one mesh restores onto another.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import jax
+import orbax.checkpoint as ocp
+
+
+class Checkpointer:
+  """A thin wrapper around `orbax.checkpoint.CheckpointManager`.
+
+  Args:
+    directory: where step directories are written (local path or gs://).
+    save_every: save when `step % save_every == 0` (and when forced).
+    keep: how many of the latest checkpoints to keep.
+    async_save: write in a background thread (the train loop goes on).
+  """
+
+  def __init__(self, directory: str, *, save_every: int, keep: int = 3,
+               async_save: bool = True):
+    if save_every <= 0:
+      raise ValueError(f"checkpoint_every={save_every} must be positive")
+    options = ocp.CheckpointManagerOptions(
+        save_interval_steps=save_every, max_to_keep=keep, create=True,
+        enable_async_checkpointing=async_save)
+    directory = directory if "://" in directory else os.path.abspath(directory)
+    self.manager = ocp.CheckpointManager(directory, options=options)
+
+  def latest_step(self) -> int | None:
+    return self.manager.latest_step()
+
+  def save(self, step: int, state: Any, *, force: bool = False) -> bool:
+    """Saves `state` at `step` if the interval says so (or `force`)."""
+    return self.manager.save(step, args=ocp.args.StandardSave(state), force=force)
+
+  def restore(self, step: int, abstract_state: Any, shardings: Any) -> Any:
+    """Restores `step` onto `shardings` (a tree like `abstract_state`)."""
+    target = jax.tree_util.tree_map(
+        lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s),
+        abstract_state, shardings)
+    return self.manager.restore(step, args=ocp.args.StandardRestore(target))
+
+  def reached_preemption(self, step: int) -> bool:
+    return self.manager.reached_preemption(step)
+
+  def wait_until_finished(self) -> None:
+    self.manager.wait_until_finished()
+
+  def close(self) -> None:
+    self.manager.close()

@@ -1,0 +1,530 @@
+"""tf.data input pipeline for image classification on any TFDS data set.
+
+Works unchanged for `digits`, `cifar10`, `cifar100`, `imagenet2012` and any
+prepared TFDS data set with an `image` (uint8 Image) and a `label`
+(ClassLabel) feature. The trainer passes `config.input` as `cfg`; the fields
+it must have are listed in the module-level CONFIG_FIELDS.
+
+Determinism: the training stream is a pure function of (data set, split,
+process_index, process_count, cfg, seed): shuffling uses explicit per-epoch
+seeds and augmentation uses stateless ops seeded per example, so resuming at
+step k reproduces the uninterrupted stream exactly (see `create_train_dataset`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+from vit_spectral.data import digits as digits_lib
+from vit_spectral.data import preprocessing
+
+# Data sets we ship configs/recipes for; any other prepared TFDS name works.
+SHIPPED_DATASETS = ("digits", "cifar10", "cifar100", "imagenet2012")
+TRAIN_AUGMENTS = ("none", "pad_crop", "random_resized_crop")
+EVAL_RESIZES = ("none", "resize", "resize_center_crop")
+
+# Fields of `config.input` read by this module (documentation and tests).
+CONFIG_FIELDS = (
+    "dataset", "data_dir", "download", "train_split", "eval_split",
+    "image_size", "batch_size", "eval_batch_size", "shuffle_buffer",
+    "train_augment", "pad_crop_padding", "flip", "eval_resize",
+    "crop_fraction", "mean", "std",
+)
+
+# Independent random streams derived from the user's seed, so that changing
+# how examples are shuffled never changes how they are augmented and v.v.
+_SHUFFLE_STREAM = 1
+_AUGMENT_STREAM = 2
+# Shuffle seeds are drawn from [1, 2**31 - 1): positive and non-zero, because
+# tf.data treats a (0, 0) seed pair as "pick a random seed".
+_MAX_SHUFFLE_SEED = 2**31 - 1
+
+
+class DatasetNotPreparedError(FileNotFoundError):
+  """The TFDS data set is not in data_dir and downloading was not allowed."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DatasetMeta:
+  """Static facts about the data set as the model will see it.
+
+  Attributes:
+    name: the TFDS name, as in `cfg.dataset`.
+    num_classes: number of label classes.
+    image_shape: (H, W, C) after preprocessing: (image_size, image_size, C).
+    num_train_examples: examples in `cfg.train_split`, all processes together.
+    num_eval_examples: examples in `cfg.eval_split`, all processes together.
+  """
+
+  name: str
+  num_classes: int
+  image_shape: tuple[int, int, int]
+  num_train_examples: int
+  num_eval_examples: int
+
+
+# ---------------------------------------------------------------------------
+# Builders.
+# ---------------------------------------------------------------------------
+
+
+def _not_prepared_message(dataset: str, builder: tfds.core.DatasetBuilder):
+  root = str(builder.data_dir_root)
+  lines = [
+      f"TFDS data set {dataset!r} is not prepared in data_dir {root!r} "
+      f"(looked for {builder.data_path}), and config.input.download is False, "
+      "so nothing was downloaded.",
+  ]
+  if builder.name == "imagenet2012":
+    lines.append(
+        "imagenet2012 cannot be downloaded automatically: place "
+        "ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar in "
+        f"{root}/downloads/manual, then run "
+        f"`tfds build {dataset} --data_dir={root}` "
+        "(or set config.input.download=True to prepare it from those files)."
+    )
+  else:
+    lines.append(
+        f"To prepare it, run `tfds build {dataset} --data_dir={root}` on a "
+        "machine with internet access (and copy the directory here), or set "
+        "config.input.download=True."
+    )
+  return " ".join(lines)
+
+
+def _check_features(dataset: str, builder: tfds.core.DatasetBuilder) -> None:
+  """Raises ValueError unless the builder has uint8 `image` and a ClassLabel."""
+  features = builder.info.features
+  names = sorted(features.keys()) if hasattr(features, "keys") else []
+  image = features["image"] if "image" in names else None
+  label = features["label"] if "label" in names else None
+  if not isinstance(image, tfds.features.Image):
+    raise ValueError(
+        f"TFDS data set {dataset!r} has no `image` Image feature (features: "
+        f"{names}); the input pipeline needs `image` and `label`."
+    )
+  if image.dtype != tf.uint8:
+    raise ValueError(
+        f"TFDS data set {dataset!r}: `image` has dtype {image.dtype}; "
+        "the input pipeline supports uint8 images only."
+    )
+  if not isinstance(label, tfds.features.ClassLabel):
+    raise ValueError(
+        f"TFDS data set {dataset!r} has no `label` ClassLabel feature "
+        f"(features: {names}); the input pipeline needs `image` and `label`."
+    )
+
+
+def get_builder(
+    dataset: str, data_dir: str | None = None, download: bool = False
+) -> tfds.core.DatasetBuilder:
+  """Returns a prepared TFDS builder for `dataset`.
+
+  `digits` is prepared offline on first use (a few seconds). Every other data
+  set must already be prepared in `data_dir` unless `download` is True.
+
+  Args:
+    dataset: a TFDS name, optionally with config/version ("cifar10:3.0.2").
+    data_dir: the TFDS data_dir; None means the TFDS default
+      (~/tensorflow_datasets or $TFDS_DATA_DIR).
+    download: allow TFDS to download and prepare a missing data set.
+
+  Returns:
+    A builder whose `as_dataset` can be called.
+
+  Raises:
+    ValueError: unknown TFDS name, or no `image`/`label` features.
+    DatasetNotPreparedError: not prepared and `download` is False. Raised
+      without touching the network, so within seconds.
+  """
+  if dataset == "digits":
+    builder = digits_lib.Digits(data_dir=data_dir)
+    _check_features(dataset, builder)
+    if not builder.is_prepared():
+      # Nothing to fetch; disabling the GCS probe keeps this fully offline.
+      builder.download_and_prepare(
+          download_config=tfds.download.DownloadConfig(try_download_gcs=False)
+      )
+    return builder
+
+  try:
+    # try_gcs=False: never look for the data set on the network here.
+    builder = tfds.builder(dataset, data_dir=data_dir, try_gcs=False)
+  except tfds.core.registered.DatasetNotFoundError as e:
+    raise ValueError(
+        f"config.input.dataset={dataset!r} is not a known TFDS data set. "
+        f"We ship recipes for {', '.join(SHIPPED_DATASETS)}; any other "
+        "registered TFDS name with `image` and `label` features also works."
+    ) from e
+  _check_features(dataset, builder)
+  if not builder.is_prepared():
+    if not download:
+      raise DatasetNotPreparedError(_not_prepared_message(dataset, builder))
+    builder.download_and_prepare()
+  return builder
+
+
+# ---------------------------------------------------------------------------
+# Config checks.
+# ---------------------------------------------------------------------------
+
+
+def _choice(cfg: Any, field: str, choices: tuple[str, ...]) -> str:
+  value = cfg[field]
+  if value not in choices:
+    raise ValueError(
+        f"config.input.{field}={value!r} is not one of {', '.join(choices)}."
+    )
+  return value
+
+
+def _local_batch_size(global_size: int, process_count: int, field: str) -> int:
+  if global_size <= 0 or global_size % process_count:
+    raise ValueError(
+        f"config.input.{field}={global_size} must be a positive multiple of "
+        f"the process count ({process_count})."
+    )
+  return global_size // process_count
+
+
+def _process_info(
+    process_index: int | None, process_count: int | None
+) -> tuple[int, int]:
+  # jax is imported lazily so the data package stays importable (and its
+  # tests runnable) without initialising a JAX backend.
+  if process_index is None or process_count is None:
+    import jax  # pylint: disable=g-import-not-at-top
+
+    if process_index is None:
+      process_index = jax.process_index()
+    if process_count is None:
+      process_count = jax.process_count()
+  if process_count < 1 or not 0 <= process_index < process_count:
+    raise ValueError(
+        f"process_index={process_index} must be in [0, process_count="
+        f"{process_count})."
+    )
+  return process_index, process_count
+
+
+def _channels(builder: tfds.core.DatasetBuilder) -> int:
+  channels = builder.info.features["image"].shape[-1]
+  if channels is None:
+    raise ValueError(
+        f"TFDS data set {builder.name!r}: the `image` feature has an unknown "
+        "channel count; the pipeline needs a fixed one."
+    )
+  return channels
+
+
+def _check_normalization(cfg: Any, channels: int) -> None:
+  for field in ("mean", "std"):
+    if len(cfg[field]) != channels:
+      raise ValueError(
+          f"config.input.{field} has {len(cfg[field])} values but the data set "
+          f"{cfg.dataset!r} has {channels} channel(s)."
+      )
+  if any(s <= 0 for s in cfg.std):
+    raise ValueError(f"config.input.std must be positive, got {cfg.std}.")
+
+
+def _check_native_size(
+    builder: tfds.core.DatasetBuilder, image_size: int, field: str, value: str
+) -> None:
+  """Modes that keep the stored size need images of exactly image_size."""
+  height, width = builder.info.features["image"].shape[:2]
+  if (height, width) != (image_size, image_size):
+    raise ValueError(
+        f"config.input.{field}={value!r} keeps the stored image size, but "
+        f"{builder.name!r} images are {height}x{width} (None = varies) and "
+        f"config.input.image_size={image_size}. Choose a resizing mode or set "
+        "image_size to the stored size."
+    )
+
+
+# ---------------------------------------------------------------------------
+# Reading.
+# ---------------------------------------------------------------------------
+
+
+def _read_records(builder: tfds.core.DatasetBuilder, split) -> tf.data.Dataset:
+  """Undecoded (image_bytes, label) records of `split`, in a fixed order.
+
+  Images are left encoded (SkipDecoding) so that records can be shuffled
+  cheaply and skipped on resume without paying for decoding.
+  """
+  ds = builder.as_dataset(
+      split=split,
+      shuffle_files=False,
+      decoders={"image": tfds.decode.SkipDecoding()},
+  )
+  return ds.map(lambda ex: (ex["image"], ex["label"]))
+
+
+def _num_examples(ds: tf.data.Dataset, what: str) -> int:
+  count = int(ds.cardinality())
+  if count < 0:
+    raise ValueError(f"{what}: TFDS did not report the number of examples.")
+  if count == 0:
+    raise ValueError(f"{what} is empty.")
+  return count
+
+
+def _decode(builder: tfds.core.DatasetBuilder, image_bytes: tf.Tensor):
+  """Encoded image -> float32 (H, W, C) in [0, 1]."""
+  image = builder.info.features["image"].decode_example(image_bytes)
+  return preprocessing.to_float(image)
+
+
+def _options() -> tf.data.Options:
+  options = tf.data.Options()
+  options.deterministic = True
+  return options
+
+
+# ---------------------------------------------------------------------------
+# Public API.
+# ---------------------------------------------------------------------------
+
+
+def dataset_meta(cfg: Any) -> DatasetMeta:
+  """Returns the DatasetMeta for `cfg` (prepares `digits` if needed).
+
+  Example counts are those TFDS reports for the splits (no data is read).
+  """
+  builder = get_builder(cfg.dataset, cfg.data_dir, cfg.download)
+  channels = _channels(builder)
+  return DatasetMeta(
+      name=cfg.dataset,
+      num_classes=builder.info.features["label"].num_classes,
+      image_shape=(cfg.image_size, cfg.image_size, channels),
+      num_train_examples=_num_examples(
+          _read_records(builder, cfg.train_split), "config.input.train_split"
+      ),
+      num_eval_examples=_num_examples(
+          _read_records(builder, cfg.eval_split), "config.input.eval_split"
+      ),
+  )
+
+
+def _seed_key(seed: int, stream: int, process_index: int) -> tf.Tensor:
+  """A (2,) int64 stateless key for one random stream of one process."""
+  if not -(2**63) <= seed < 2**63:
+    raise ValueError(f"seed={seed} does not fit in int64.")
+  key = tf.constant([seed, stream], tf.int64)
+  return tf.random.experimental.stateless_fold_in(key, process_index)
+
+
+def create_train_dataset(
+    cfg: Any,
+    *,
+    seed: int,
+    start_step: int = 0,
+    process_index: int | None = None,
+    process_count: int | None = None,
+) -> tf.data.Dataset:
+  """Infinite, deterministic, resumable training stream for this process.
+
+  Design. This process reads its own slice of `cfg.train_split`
+  (`tfds.split_for_jax_process`) as undecoded records in a fixed order. Epoch
+  e is that slice shuffled with a buffer of `cfg.shuffle_buffer` and a seed
+  derived statelessly from (seed, process_index, e); epochs are chained with
+  `Dataset.counter(start_epoch).flat_map(...)`. Example number g of the stream
+  (g counts from 0 at step 0, across epochs) is decoded and augmented with a
+  stateless seed derived from (seed, process_index, g). Batches are formed
+  with drop_remainder=True over the chained stream, so a batch may straddle an
+  epoch boundary and no example is ever dropped.
+
+  Resume. With N examples in this process's slice and B the local batch,
+  `start_step=k` starts at epoch (k*B) // N, skips the first (k*B) % N
+  shuffled records of that epoch and numbers examples from g = k*B, giving
+  exactly the stream of `start_step=0` without its first k batches. The skip
+  happens before decoding: resuming reads at most one epoch of raw (encoded)
+  records, plus the shuffle buffer fill, and decodes nothing extra.
+
+  Caveat: tf.data combines the shuffle seed with TF's global seed, so the
+  order also depends on `tf.random.set_seed` if anyone calls it; nothing in
+  vit_spectral does (JAX code has no reason to), so leave it unset.
+
+  Args:
+    cfg: `config.input` (see CONFIG_FIELDS).
+    seed: data seed; same seed, same stream.
+    start_step: number of batches already consumed.
+    process_index: this process; defaults to jax.process_index().
+    process_count: number of processes; defaults to jax.process_count().
+
+  Returns:
+    A tf.data.Dataset yielding {"image": float32 (B, H, W, C),
+    "label": int32 (B,)} forever, B = cfg.batch_size // process_count,
+    H = W = cfg.image_size.
+  """
+  process_index, process_count = _process_info(process_index, process_count)
+  local_batch = _local_batch_size(cfg.batch_size, process_count, "batch_size")
+  augment = _choice(cfg, "train_augment", TRAIN_AUGMENTS)
+  if start_step < 0:
+    raise ValueError(f"start_step={start_step} must be >= 0.")
+  if cfg.shuffle_buffer < 1:
+    raise ValueError(
+        f"config.input.shuffle_buffer={cfg.shuffle_buffer} must be >= 1."
+    )
+  if augment == "pad_crop" and cfg.pad_crop_padding < 0:
+    raise ValueError(
+        f"config.input.pad_crop_padding={cfg.pad_crop_padding} must be >= 0."
+    )
+
+  builder = get_builder(cfg.dataset, cfg.data_dir, cfg.download)
+  channels = _channels(builder)
+  _check_normalization(cfg, channels)
+  if augment in ("none", "pad_crop"):
+    _check_native_size(builder, cfg.image_size, "train_augment", augment)
+
+  split = tfds.split_for_jax_process(
+      cfg.train_split, process_index=process_index, process_count=process_count
+  )
+  records = _read_records(builder, split)
+  num_local = _num_examples(
+      records, f"config.input.train_split={cfg.train_split!r} slice "
+      f"{process_index}/{process_count}"
+  )
+  first_example = start_step * local_batch
+  start_epoch, offset = divmod(first_example, num_local)
+
+  shuffle_key = _seed_key(seed, _SHUFFLE_STREAM, process_index)
+  augment_key = _seed_key(seed, _AUGMENT_STREAM, process_index)
+  shuffle_buffer = cfg.shuffle_buffer
+
+  def epoch(e: tf.Tensor) -> tf.data.Dataset:
+    epoch_seed = tf.random.stateless_uniform(
+        [],
+        seed=tf.random.experimental.stateless_fold_in(shuffle_key, e),
+        minval=1,
+        maxval=_MAX_SHUFFLE_SEED,
+        dtype=tf.int64,
+    )
+    shuffled = records.shuffle(
+        shuffle_buffer, seed=epoch_seed, reshuffle_each_iteration=False
+    )
+    skip = tf.where(
+        tf.equal(e, start_epoch), tf.constant(offset, tf.int64), 0
+    )
+    return shuffled.skip(skip)
+
+  size = cfg.image_size
+  mean, std = tuple(cfg.mean), tuple(cfg.std)
+  padding, flip = cfg.pad_crop_padding, cfg.flip
+
+  def preprocess(g, record):
+    image_bytes, label = record
+    example_seed = tf.random.experimental.stateless_fold_in(augment_key, g)
+    crop_seed, flip_seed = tf.unstack(
+        tf.random.experimental.stateless_split(example_seed, 2)
+    )
+    image = _decode(builder, image_bytes)
+    if augment == "pad_crop":
+      image = preprocessing.pad_crop(image, padding, crop_seed)
+    elif augment == "random_resized_crop":
+      image = preprocessing.random_resized_crop(image, size, crop_seed)
+    if flip:
+      image = preprocessing.random_flip(image, flip_seed)
+    image = preprocessing.normalize(image, mean, std)
+    image = tf.ensure_shape(image, (size, size, channels))
+    return {"image": image, "label": tf.cast(label, tf.int32)}
+
+  ds = tf.data.Dataset.counter(start_epoch).flat_map(epoch)
+  ds = ds.apply(
+      tf.data.experimental.assert_cardinality(tf.data.INFINITE_CARDINALITY)
+  )
+  ds = ds.enumerate(start=first_example)
+  ds = ds.map(
+      preprocess, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
+  )
+  ds = ds.batch(local_batch, drop_remainder=True)
+  ds = ds.prefetch(tf.data.AUTOTUNE)
+  return ds.with_options(_options())
+
+
+def create_eval_dataset(
+    cfg: Any,
+    *,
+    process_index: int | None = None,
+    process_count: int | None = None,
+) -> tuple[tf.data.Dataset, int]:
+  """One padded pass over this process's slice of `cfg.eval_split`.
+
+  Every process returns the same number of batches (enough for the largest
+  slice), so collective eval steps line up; the tail is filled with zero
+  images, label 0 and mask False. Across processes, every real example
+  appears exactly once with mask True.
+
+  Args:
+    cfg: `config.input` (see CONFIG_FIELDS).
+    process_index: this process; defaults to jax.process_index().
+    process_count: number of processes; defaults to jax.process_count().
+
+  Returns:
+    (dataset, num_batches). The dataset yields exactly num_batches dicts
+    {"image": float32 (B, H, W, C), "label": int32 (B,), "mask": bool (B,)},
+    B = cfg.eval_batch_size // process_count, H = W = cfg.image_size.
+  """
+  process_index, process_count = _process_info(process_index, process_count)
+  local_batch = _local_batch_size(
+      cfg.eval_batch_size, process_count, "eval_batch_size"
+  )
+  resize_mode = _choice(cfg, "eval_resize", EVAL_RESIZES)
+  builder = get_builder(cfg.dataset, cfg.data_dir, cfg.download)
+  channels = _channels(builder)
+  _check_normalization(cfg, channels)
+  if resize_mode == "none":
+    _check_native_size(builder, cfg.image_size, "eval_resize", resize_mode)
+
+  slices = [
+      _read_records(
+          builder,
+          tfds.split_for_jax_process(
+              cfg.eval_split, process_index=i, process_count=process_count
+          ),
+      )
+      for i in range(process_count)
+  ]
+  counts = [
+      _num_examples(ds, f"config.input.eval_split={cfg.eval_split!r} slice "
+                    f"{i}/{process_count}")
+      for i, ds in enumerate(slices)
+  ]
+  num_batches = math.ceil(max(counts) / local_batch)
+  num_padding = num_batches * local_batch - counts[process_index]
+
+  size = cfg.image_size
+  mean, std = tuple(cfg.mean), tuple(cfg.std)
+  crop_fraction = cfg.crop_fraction
+
+  def preprocess(image_bytes, label):
+    image = _decode(builder, image_bytes)
+    if resize_mode == "resize":
+      image = preprocessing.resize(image, size)
+    elif resize_mode == "resize_center_crop":
+      image = preprocessing.resize_center_crop(image, size, crop_fraction)
+    image = preprocessing.normalize(image, mean, std)
+    image = tf.ensure_shape(image, (size, size, channels))
+    return {
+        "image": image,
+        "label": tf.cast(label, tf.int32),
+        "mask": tf.constant(True),
+    }
+
+  real = slices[process_index].map(
+      preprocess, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
+  )
+  padding = tf.data.Dataset.from_tensors({
+      "image": tf.zeros((size, size, channels), tf.float32),
+      "label": tf.constant(0, tf.int32),
+      "mask": tf.constant(False),
+  }).repeat(num_padding)
+  ds = real.concatenate(padding).batch(local_batch, drop_remainder=True)
+  ds = ds.prefetch(tf.data.AUTOTUNE)
+  return ds.with_options(_options()), num_batches

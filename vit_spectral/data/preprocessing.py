@@ -1,0 +1,180 @@
+"""Per-example image ops for the input pipeline (TensorFlow, graph-safe).
+
+Every op takes a single image (H, W, C) and, where it is random, an explicit
+stateless seed: an int32/int64 tensor of shape (2,). Nothing here touches TF's
+global or op-level random state, so the same seed always gives the same
+output, independent of thread scheduling, which is what makes the training
+stream bit-for-bit reproducible and resumable.
+
+All resizes use bilinear interpolation with antialiasing, so that downscaling
+(e.g. ImageNet to 224) does not alias, and train and eval use the same kernel.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import tensorflow as tf
+
+# Inception-style random-resized-crop defaults (Szegedy et al., 2015).
+RRC_SCALE = (0.08, 1.0)
+RRC_RATIO = (3.0 / 4.0, 4.0 / 3.0)
+# How many boxes to sample before falling back to the full image; the value
+# used by the Inception/ResNet reference pipelines.
+RRC_MAX_ATTEMPTS = 10
+
+
+def to_float(image: tf.Tensor) -> tf.Tensor:
+  """Maps uint8 [0, 255] to float32 [0, 1].
+
+  Args:
+    image: uint8 (H, W, C).
+
+  Returns:
+    float32 (H, W, C) in [0, 1].
+  """
+  if image.dtype != tf.uint8:
+    raise TypeError(f"to_float expects a uint8 image, got {image.dtype}.")
+  return tf.cast(image, tf.float32) / 255.0
+
+
+def pad_crop(image: tf.Tensor, padding: int, seed: tf.Tensor) -> tf.Tensor:
+  """Zero-pads by `padding` pixels per side, random-crops back (CIFAR style).
+
+  Args:
+    image: float32 (H, W, C), in [0, 1] (padding with 0 means black).
+    padding: pixels added on each of the four sides; 0 makes this a no-op.
+    seed: int (2,) stateless seed.
+
+  Returns:
+    float32 (H, W, C), a translation of the input by up to `padding` pixels.
+  """
+  if padding < 0:
+    raise ValueError(f"pad_crop padding must be >= 0, got {padding}.")
+  shape = tf.shape(image)
+  padded = tf.pad(image, [[padding, padding], [padding, padding], [0, 0]])
+  return tf.image.stateless_random_crop(padded, size=shape, seed=seed)
+
+
+def random_resized_crop(
+    image: tf.Tensor,
+    size: int,
+    seed: tf.Tensor,
+    scale: Sequence[float] = RRC_SCALE,
+    ratio: Sequence[float] = RRC_RATIO,
+) -> tf.Tensor:
+  """Inception-style crop: random area fraction and aspect ratio, then resize.
+
+  Samples a box covering `scale` of the image area with width/height in
+  `ratio`. If no such box is found within RRC_MAX_ATTEMPTS tries (rare; only
+  for extreme aspect ratios), TF's sampler returns the whole image, as in the
+  reference Inception pipeline.
+
+  Args:
+    image: float32 (H, W, C), any H, W.
+    size: output height and width.
+    seed: int (2,) stateless seed.
+    scale: (min, max) fraction of the image area covered by the crop.
+    ratio: (min, max) aspect ratio width / height of the crop.
+
+  Returns:
+    float32 (size, size, C).
+  """
+  begin, crop_size, _ = tf.image.stateless_sample_distorted_bounding_box(
+      tf.shape(image),
+      # No object boxes: with use_image_if_no_bounding_boxes the whole image
+      # is the object, and min_object_covered=0 leaves `scale` in control.
+      bounding_boxes=tf.zeros([1, 0, 4], tf.float32),
+      seed=seed,
+      min_object_covered=0.0,
+      aspect_ratio_range=tuple(ratio),
+      area_range=tuple(scale),
+      max_attempts=RRC_MAX_ATTEMPTS,
+      use_image_if_no_bounding_boxes=True,
+  )
+  crop = tf.slice(image, begin, crop_size)
+  return resize(crop, size)
+
+
+def random_flip(image: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
+  """Flips left-right with probability 1/2.
+
+  Args:
+    image: (H, W, C).
+    seed: int (2,) stateless seed.
+
+  Returns:
+    (H, W, C), same dtype.
+  """
+  return tf.image.stateless_random_flip_left_right(image, seed=seed)
+
+
+def resize(image: tf.Tensor, size: int) -> tf.Tensor:
+  """Resizes to (size, size), ignoring the aspect ratio.
+
+  Args:
+    image: float32 (H, W, C).
+    size: output height and width.
+
+  Returns:
+    float32 (size, size, C).
+  """
+  resized = tf.image.resize(
+      image, (size, size), method="bilinear", antialias=True
+  )
+  return tf.cast(resized, tf.float32)
+
+
+def resize_center_crop(
+    image: tf.Tensor, size: int, crop_fraction: float
+) -> tf.Tensor:
+  """Resizes the shorter side to round(size / crop_fraction), centre-crops.
+
+  E.g. size=224, crop_fraction=0.875: shorter side to 256, then the central
+  224x224 (the standard ImageNet eval transform).
+
+  Args:
+    image: float32 (H, W, C), any H, W.
+    size: output height and width.
+    crop_fraction: in (0, 1]; the fraction of the resized shorter side kept.
+
+  Returns:
+    float32 (size, size, C).
+  """
+  if not 0.0 < crop_fraction <= 1.0:
+    raise ValueError(
+        f"input.crop_fraction must be in (0, 1], got {crop_fraction}."
+    )
+  short_target = int(round(size / crop_fraction))
+  shape = tf.shape(image)
+  height = tf.cast(shape[0], tf.float64)
+  width = tf.cast(shape[1], tf.float64)
+  factor = short_target / tf.minimum(height, width)
+  # max(.., size) guards against rounding the longer side below the crop.
+  new_h = tf.maximum(tf.cast(tf.round(height * factor), tf.int32), size)
+  new_w = tf.maximum(tf.cast(tf.round(width * factor), tf.int32), size)
+  resized = tf.image.resize(
+      image, tf.stack([new_h, new_w]), method="bilinear", antialias=True
+  )
+  top = (new_h - size) // 2
+  left = (new_w - size) // 2
+  crop = tf.image.crop_to_bounding_box(resized, top, left, size, size)
+  return tf.cast(crop, tf.float32)
+
+
+def normalize(
+    image: tf.Tensor, mean: Sequence[float], std: Sequence[float]
+) -> tf.Tensor:
+  """Per-channel (image - mean) / std.
+
+  Args:
+    image: float32 (H, W, C) in [0, 1].
+    mean: C values, in [0, 1] units.
+    std: C positive values, in [0, 1] units.
+
+  Returns:
+    float32 (H, W, C).
+  """
+  mean_t = tf.constant(mean, tf.float32)
+  std_t = tf.constant(std, tf.float32)
+  return (image - mean_t) / std_t

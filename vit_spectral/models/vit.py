@@ -1,0 +1,235 @@
+"""Vision Transformer: patch embedding, position embedding, Block, Encoder, head.
+
+One `Block` serves every paper: the attention variant (`attention`, resolved through
+`vit_spectral.attention`'s registry) and the norm (`norm`) are config, not
+subclasses. The encoder runs the blocks either as one `nn.scan` (optionally
+rematerialised) or as a Python loop; both carry `(x, state)` from block to block,
+where `state` is the attention variant's memory (None for stateless variants).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from vit_spectral.attention import get_attention
+from vit_spectral.layers.drop_path import DropPath, linear_drop_path_rates
+from vit_spectral.layers.initializers import get_initializer
+from vit_spectral.layers.mlp import MlpBlock
+from vit_spectral.layers.norms import get_norm
+from vit_spectral.models.posemb import POSEMB_CHOICES, sincos_2d
+
+ENCODER_MODES = ("scan", "loop")
+POOLINGS = ("cls", "mean")
+# Name of the block module in each mode; the loop appends "_{layer}".
+BLOCK_NAME = "encoderblock"
+
+
+def _as_float32(tree):
+  """Pins the carried state to float32: the scan carry's dtype must not change."""
+  return jax.tree_util.tree_map(lambda a: a.astype(jnp.float32), tree)
+
+
+class Block(nn.Module):
+  """Pre-norm Transformer block, called as `(x, state), _ = block((x, state), rate, mask)`.
+
+  x <- x + DropPath(Dropout(Attn(Norm(x))))
+  x <- x + DropPath(MLP(Norm(x)))
+
+  Attributes:
+    num_heads: attention heads.
+    mlp_dim: MLP hidden width.
+    attention: registered attention name.
+    attention_kwargs: extra fields for the attention class (variant options).
+    norm: registered norm name.
+    dropout_rate: dropout after attention and inside the MLP.
+    attention_dropout_rate: dropout on attention probabilities.
+    deterministic: disables dropout and drop-path.
+    kernel_init: initializer name for Dense kernels.
+    grid_size, num_prefix_tokens: token layout, handed to the attention.
+  """
+  num_heads: int
+  mlp_dim: int
+  attention: str = "dot_product"
+  attention_kwargs: Mapping[str, Any] | None = None
+  norm: str = "layer_norm"
+  dropout_rate: float = 0.0
+  attention_dropout_rate: float = 0.0
+  deterministic: bool = True
+  kernel_init: str = "xavier_uniform"
+  grid_size: tuple[int, int] | None = None
+  num_prefix_tokens: int = 0
+  dtype: Any = jnp.float32
+  param_dtype: Any = jnp.float32
+
+  @nn.compact
+  def __call__(self, carry, drop_path_rate, mask=None):
+    """carry: (x (B, T, D), state); drop_path_rate: scalar; mask: see attention.base."""
+    x, state = carry
+    norm = get_norm(self.norm)
+    attention = get_attention(self.attention)(
+        num_heads=self.num_heads, dropout_rate=self.attention_dropout_rate,
+        deterministic=self.deterministic, kernel_init=self.kernel_init,
+        grid_size=self.grid_size, num_prefix_tokens=self.num_prefix_tokens,
+        dtype=self.dtype, param_dtype=self.param_dtype, name="attention",
+        **dict(self.attention_kwargs or {}))
+
+    y = norm(dtype=self.dtype, param_dtype=self.param_dtype, name="norm1")(x)
+    y, state = attention(y, state, mask)
+    y = nn.Dropout(self.dropout_rate)(y, deterministic=self.deterministic)
+    x = x + DropPath(name="drop_path1")(y, drop_path_rate, self.deterministic)
+
+    y = norm(dtype=self.dtype, param_dtype=self.param_dtype, name="norm2")(x)
+    y = MlpBlock(mlp_dim=self.mlp_dim, dropout_rate=self.dropout_rate,
+                 deterministic=self.deterministic, kernel_init=self.kernel_init,
+                 dtype=self.dtype, param_dtype=self.param_dtype, name="mlp")(y)
+    x = x + DropPath(name="drop_path2")(y, drop_path_rate, self.deterministic)
+
+    self.sow("intermediates", "block_output", x)
+    return (x, _as_float32(state)), None
+
+
+class Encoder(nn.Module):
+  """`depth` Blocks, scanned or looped, then a final norm.
+
+  Attributes:
+    depth: number of blocks.
+    block_kwargs: fields of every `Block` (num_heads, mlp_dim, attention, ...).
+    drop_path_rate: largest drop-path rate (linear schedule over depth).
+    mode: "scan" (parameters stacked along a leading depth axis under
+      "encoderblock") or "loop" (one subtree per block, "encoderblock_{i}").
+      `models.layouts` converts between the two.
+    remat: rematerialise each block in the backward pass.
+    deterministic: disables dropout.
+  """
+  depth: int
+  block_kwargs: Mapping[str, Any]
+  drop_path_rate: float = 0.0
+  mode: str = "scan"
+  remat: bool = False
+  deterministic: bool = True
+  dtype: Any = jnp.float32
+  param_dtype: Any = jnp.float32
+
+  @nn.compact
+  def __call__(self, x, mask=None):
+    """x: (B, T, D) -> (B, T, D)."""
+    kwargs = dict(self.block_kwargs, deterministic=self.deterministic,
+                  dtype=self.dtype, param_dtype=self.param_dtype)
+    attention_cls = get_attention(kwargs.get("attention", "dot_product"))
+    state = attention_cls.initial_state(x.shape[0], x.shape[1], kwargs["num_heads"])
+    carry = (x, _as_float32(state))
+    rates = linear_drop_path_rates(self.drop_path_rate, self.depth)
+    # prevent_cse=False is safe (and faster) under scan, which already stops CSE.
+    block_cls = nn.remat(Block, prevent_cse=self.mode != "scan") if self.remat else Block
+
+    if self.mode == "scan":
+      stack = nn.scan(
+          block_cls,
+          variable_axes={"params": 0, "intermediates": 0},
+          split_rngs={"params": True, "dropout": True},
+          in_axes=(0, nn.broadcast),  # (drop_path_rate per layer, mask)
+          length=self.depth)
+      carry, _ = stack(name=BLOCK_NAME, **kwargs)(
+          carry, jnp.asarray(rates, jnp.float32), mask)
+    elif self.mode == "loop":
+      for i in range(self.depth):
+        carry, _ = block_cls(name=f"{BLOCK_NAME}_{i}", **kwargs)(carry, rates[i], mask)
+    else:
+      raise ValueError(f"model.encoder_mode={self.mode!r}; choose one of {list(ENCODER_MODES)}")
+
+    x, _ = carry
+    return get_norm(kwargs.get("norm", "layer_norm"))(
+        dtype=self.dtype, param_dtype=self.param_dtype, name="encoder_norm")(x)
+
+
+class ViT(nn.Module):
+  """Vision Transformer for image classification.
+
+  Attributes:
+    num_classes: size of the zero-initialised head (0 = no head, return features).
+    patch_size: side of the square patches (must divide the image side).
+    hidden_size, depth, num_heads, mlp_dim: the Transformer's shape.
+    pooling: "cls" (prepend a CLS token and read it) or "mean" (mean of tokens).
+    posemb: "learned" (N(0, 0.02²), CLS included), "sincos2d" or "none".
+    dropout_rate, attention_dropout_rate, drop_path_rate: regularisation.
+    attention: registered attention name; attention_kwargs: its options.
+    norm: registered norm name.
+    encoder_mode: "scan" or "loop"; remat: rematerialise blocks.
+    kernel_init: initializer name for Dense kernels.
+    dtype: compute dtype; param_dtype: parameter dtype.
+  """
+  num_classes: int
+  patch_size: int
+  hidden_size: int
+  depth: int
+  num_heads: int
+  mlp_dim: int
+  pooling: str = "cls"
+  posemb: str = "learned"
+  dropout_rate: float = 0.0
+  attention_dropout_rate: float = 0.0
+  drop_path_rate: float = 0.0
+  attention: str = "dot_product"
+  attention_kwargs: Mapping[str, Any] | None = None
+  norm: str = "layer_norm"
+  encoder_mode: str = "scan"
+  remat: bool = False
+  kernel_init: str = "xavier_uniform"
+  dtype: Any = jnp.float32
+  param_dtype: Any = jnp.float32
+
+  @nn.compact
+  def __call__(self, images, *, train: bool = False, mask=None):
+    """images: (B, H, W, C) -> logits (B, num_classes) in float32."""
+    if self.pooling not in POOLINGS:
+      raise ValueError(f"model.pooling={self.pooling!r}; choose one of {list(POOLINGS)}")
+    if self.posemb not in POSEMB_CHOICES:
+      raise ValueError(f"model.posemb={self.posemb!r}; choose one of {list(POSEMB_CHOICES)}")
+    height, width = images.shape[1:3]
+    if height % self.patch_size or width % self.patch_size:
+      raise ValueError(f"model.patch_size={self.patch_size} does not divide the "
+                       f"image size {height}x{width}")
+
+    x = nn.Conv(self.hidden_size, (self.patch_size,) * 2, strides=self.patch_size,
+                padding="VALID", dtype=self.dtype, param_dtype=self.param_dtype,
+                name="embedding")(images.astype(self.dtype))
+    batch, rows, cols, _ = x.shape
+    x = x.reshape(batch, rows * cols, self.hidden_size)         # (B, N, D)
+
+    num_prefix = 1 if self.pooling == "cls" else 0
+    if num_prefix:
+      cls = self.param("cls", nn.initializers.zeros, (1, 1, self.hidden_size),
+                       self.param_dtype)
+      x = jnp.concatenate([jnp.tile(cls.astype(self.dtype), (batch, 1, 1)), x], axis=1)
+    if self.posemb == "learned":
+      pos = self.param("pos_embedding", nn.initializers.normal(stddev=0.02),
+                       (1, x.shape[1], self.hidden_size), self.param_dtype)
+      x = x + pos.astype(self.dtype)
+    elif self.posemb == "sincos2d":
+      pos = sincos_2d((rows, cols), self.hidden_size)
+      x = x.at[:, num_prefix:].add(pos.astype(self.dtype))
+    x = nn.Dropout(self.dropout_rate)(x, deterministic=not train)
+
+    block_kwargs = dict(
+        num_heads=self.num_heads, mlp_dim=self.mlp_dim, attention=self.attention,
+        attention_kwargs=self.attention_kwargs, norm=self.norm,
+        dropout_rate=self.dropout_rate,
+        attention_dropout_rate=self.attention_dropout_rate,
+        kernel_init=self.kernel_init, grid_size=(rows, cols),
+        num_prefix_tokens=num_prefix)
+    x = Encoder(depth=self.depth, block_kwargs=block_kwargs,
+                drop_path_rate=self.drop_path_rate, mode=self.encoder_mode,
+                remat=self.remat, deterministic=not train, dtype=self.dtype,
+                param_dtype=self.param_dtype, name="encoder")(x, mask)
+
+    x = x[:, 0] if self.pooling == "cls" else x.mean(axis=1)    # (B, D)
+    self.sow("intermediates", "pre_logits", x)
+    if not self.num_classes:
+      return x
+    logits = nn.Dense(self.num_classes, kernel_init=nn.initializers.zeros,
+                      dtype=self.dtype, param_dtype=self.param_dtype, name="head")(x)
+    return logits.astype(jnp.float32)

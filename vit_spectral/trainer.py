@@ -1,0 +1,176 @@
+"""The train loop, read top to bottom: logging, mesh, input, model, shardings,
+steps, checkpoint restore, evaluation, loop.
+
+`train_and_evaluate(config, workdir)` is what `train.py` calls. A run killed at any
+point resumes from the workdir's latest checkpoint and ends with exactly the
+parameters of an uninterrupted run: the input stream restarts at the restored step
+(`data.create_train_dataset(start_step=...)`) and the dropout RNG is folded with
+the step.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import time
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from absl import logging
+from clu import metric_writers, periodic_actions
+from etils import epath
+
+from vit_spectral import checkpointing, config_checks, optim, sharding, steps
+from vit_spectral.data import input_pipeline
+from vit_spectral.models import build_model
+from vit_spectral.train_state import TrainState
+
+
+class NonFiniteLossError(FloatingPointError):
+  """The training loss became NaN or Inf."""
+
+
+def total_train_steps(config, num_train_examples: int) -> int:
+  """`config.total_steps`, or `config.num_epochs` converted to steps."""
+  if config.get("total_steps"):
+    return int(config.total_steps)
+  steps_per_epoch = num_train_examples // config.input.batch_size
+  return int(round(config.num_epochs * steps_per_epoch))
+
+
+def _check_finite(step: int, loss: Any, last_checkpoint: int | None) -> None:
+  value = float(loss)
+  if not np.isfinite(value):
+    raise NonFiniteLossError(
+        f"training loss is {value} at step {step}; the last checkpoint is at step "
+        f"{last_checkpoint}. Lower optim.learning_rate, add warmup or clipping "
+        f"(optim.grad_clip_norm), then rerun: it resumes from that checkpoint.")
+
+
+def _write_config(config, workdir: str) -> None:
+  if jax.process_index() == 0:
+    (epath.Path(workdir) / "config.json").write_text(
+        config.to_json_best_effort(indent=2, sort_keys=True))
+
+
+def evaluate(eval_step, params, config, mesh) -> dict[str, float]:
+  """One full pass over the eval split; padded examples are masked out."""
+  dataset, num_batches = input_pipeline.create_eval_dataset(config.input)
+  total = None
+  for batch in dataset.take(num_batches).as_numpy_iterator():
+    batch_metrics = eval_step(params, sharding.global_batch(batch, mesh))
+    total = batch_metrics if total is None else total.merge(batch_metrics)
+  return {f"eval_{k}": float(v) for k, v in total.compute().items()}
+
+
+def train_and_evaluate(config, workdir: str) -> dict[str, float]:
+  """Trains `config` in `workdir` (resuming if it holds a checkpoint).
+
+  Returns:
+    The final evaluation metrics ({"eval_loss", "eval_accuracy"}).
+  """
+  config_checks.validate_config(config)
+  epath.Path(workdir).mkdir(parents=True, exist_ok=True)
+  writer = metric_writers.create_default_writer(
+      workdir, just_logging=jax.process_index() > 0)
+  _write_config(config, workdir)
+
+  # Mesh and input.
+  mesh = sharding.make_mesh(config.mesh)
+  meta = input_pipeline.dataset_meta(config.input)
+  total_steps = total_train_steps(config, meta.num_train_examples)
+  logging.info("mesh %s; data set %s; %d train steps", dict(mesh.shape), meta, total_steps)
+
+  # Model, optimizer, abstract state and its shardings.
+  model = build_model(config.model, meta.num_classes)
+  tx, schedule = optim.make_optimizer(config.optim, total_steps)
+  init_rng, dropout_rng = jax.random.split(jax.random.key(config.seed))
+
+  def init(rng):
+    dummy = jnp.zeros((1, *meta.image_shape), jnp.float32)
+    params = model.init({"params": rng}, dummy, train=False)["params"]
+    return TrainState(step=jnp.zeros((), jnp.int32), params=params,
+                      opt_state=tx.init(params))
+
+  abstract_state = jax.eval_shape(init, init_rng)
+  rules = config.get("sharding_rules") or sharding.TENSOR_PARALLEL_RULES
+  state_sharding = sharding.tree_shardings(abstract_state, mesh, rules)
+  num_params = sum(int(np.prod(x.shape)) for x in jax.tree_util.tree_leaves(abstract_state.params))
+  logging.info("model: %d parameters", num_params)
+
+  # Steps, jitted with explicit shardings; the state is donated.
+  data_sharding = sharding.batch_sharding(mesh)
+  repl = sharding.replicated(mesh)
+  train_step = jax.jit(
+      functools.partial(steps.train_step, model=model, tx=tx, schedule=schedule,
+                        base_rng=dropout_rng,
+                        label_smoothing=config.get("label_smoothing", 0.0)),
+      in_shardings=(state_sharding, data_sharding), out_shardings=(state_sharding, repl),
+      donate_argnums=0)
+  eval_step = jax.jit(functools.partial(steps.eval_step, model=model),
+                      in_shardings=(state_sharding.params, data_sharding),
+                      out_shardings=repl)
+
+  # Restore the latest checkpoint, or initialise.
+  ckpt = checkpointing.Checkpointer(
+      os.path.join(workdir, "checkpoints"), save_every=config.checkpoint_every,
+      keep=config.get("keep_checkpoints", 3),
+      async_save=config.get("async_checkpointing", True))
+  latest = ckpt.latest_step()
+  if latest is not None:
+    state = ckpt.restore(latest, abstract_state, state_sharding)
+    logging.info("resumed from the checkpoint at step %d", latest)
+  else:
+    state = jax.jit(init, out_shardings=state_sharding)(init_rng)
+  start_step = int(state.step)
+
+  train_iter = input_pipeline.create_train_dataset(
+      config.input, seed=config.seed, start_step=start_step).as_numpy_iterator()
+  report = periodic_actions.ReportProgress(num_train_steps=total_steps, writer=writer)
+  if start_step == 0:
+    writer.write_hparams({"num_params": num_params, "total_steps": total_steps})
+
+  train_metrics = None
+  pending = None  # (step, loss) of the previous step, checked one step late
+  eval_metrics: dict[str, float] = {}
+  with mesh:
+    for step in range(start_step + 1, total_steps + 1):
+      batch = sharding.global_batch(next(train_iter), mesh)
+      state, step_metrics = train_step(state, batch)
+      # Checking the previous step's loss keeps the device one step ahead.
+      if pending is not None:
+        _check_finite(*pending, ckpt.latest_step())
+      pending = (step, step_metrics.loss.compute())
+      train_metrics = step_metrics if train_metrics is None else train_metrics.merge(step_metrics)
+      report(step, time.time())
+
+      is_last = step == total_steps
+      if step % config.log_every == 0 or is_last:
+        _check_finite(*pending, ckpt.latest_step())
+        writer.write_scalars(step, {f"train_{k}": v for k, v in train_metrics.compute().items()})
+        train_metrics = None
+      if step % config.eval_every == 0 or is_last:
+        with report.timed("eval"):
+          eval_metrics = evaluate(eval_step, state.params, config, mesh)
+        writer.write_scalars(step, eval_metrics)
+      preempted = ckpt.reached_preemption(step)
+      if step % config.checkpoint_every == 0 or is_last or preempted:
+        _check_finite(*pending, ckpt.latest_step())
+        ckpt.save(step, state, force=is_last or preempted)
+      if preempted:
+        logging.warning("preemption signal at step %d: checkpoint saved, exiting", step)
+        break
+
+  if not eval_metrics:  # resumed at the end: nothing trained, still report
+    eval_metrics = evaluate(eval_step, state.params, config, mesh)
+    writer.write_scalars(int(state.step), eval_metrics)
+  ckpt.wait_until_finished()
+  ckpt.close()
+  writer.flush()
+  if jax.process_index() == 0:
+    (epath.Path(workdir) / "final_metrics.json").write_text(
+        json.dumps(dict(eval_metrics, step=int(state.step)), indent=2))
+  return eval_metrics
