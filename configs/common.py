@@ -63,7 +63,8 @@ def model_config(variant: str | None = None, **fields) -> ml_collections.ConfigD
       variant=variant, hidden_size=None, depth=None, num_heads=None, mlp_dim=None,
       patch_size=None, pooling="cls", posemb="learned", dropout_rate=0.0,
       attention_dropout_rate=0.0, drop_path_rate=0.0,
-      attention=dict(name="dot_product"), norm="layer_norm", encoder_mode="scan",
+      attention=dict(name="dot_product"), block=dict(), norm="layer_norm",
+      encoder_mode="scan",
       remat=False, kernel_init="xavier_uniform", dtype="float32",
       param_dtype="float32")
   unknown = set(fields) - set(base)

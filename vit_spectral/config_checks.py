@@ -7,6 +7,8 @@ heads vs. width, registered names), so a bad value fails in milliseconds.
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 
 from vit_spectral.attention import get_attention
@@ -14,7 +16,7 @@ from vit_spectral.layers.initializers import get_initializer
 from vit_spectral.layers.norms import get_norm
 from vit_spectral.models.build import model_kwargs
 from vit_spectral.models.posemb import POSEMB_CHOICES
-from vit_spectral.models.vit import ENCODER_MODES, POOLINGS
+from vit_spectral.models.vit import ENCODER_MODES, POOLINGS, Block
 from vit_spectral.optim import OPTIMIZERS
 
 TRAIN_AUGMENTS = ("none", "pad_crop", "random_resized_crop")
@@ -34,6 +36,14 @@ def _rate(value, field: str) -> None:
   _require(0.0 <= float(value) < 1.0, f"{field}={value} must be in [0, 1)")
 
 
+def _known_fields(module_cls, options, field: str) -> None:
+  """Every key of `options` must be a dataclass field of `module_cls`."""
+  valid = {f.name for f in dataclasses.fields(module_cls)} - {"parent", "name"}
+  unknown = sorted(set(options) - valid)
+  _require(not unknown, f"{field} has unknown options {unknown}; "
+           f"{module_cls.__name__} accepts {sorted(valid)}")
+
+
 def validate_model(model_config, image_size: int) -> None:
   """Checks `config.model` against an input of `image_size`² pixels."""
   fields = model_kwargs(model_config)
@@ -46,7 +56,9 @@ def validate_model(model_config, image_size: int) -> None:
     _require(fields["hidden_size"] % fields["num_heads"] == 0,
              f"model.num_heads={fields['num_heads']} does not divide "
              f"model.hidden_size={fields['hidden_size']}")
-  get_attention(fields["attention"])
+  attention_cls = get_attention(fields["attention"])
+  _known_fields(attention_cls, fields["attention_kwargs"], "model.attention")
+  _known_fields(Block, fields.get("block_options") or {}, "model.block")
   get_norm(fields.get("norm", "layer_norm"))
   get_initializer(fields.get("kernel_init", "xavier_uniform"))
   _choice(fields.get("pooling", "cls"), POOLINGS, "model.pooling")

@@ -3,7 +3,8 @@
 `config.model.variant` (e.g. "Ti/16") fills hidden_size, depth, num_heads, mlp_dim
 and patch_size; any of those set explicitly in the config overrides the variant.
 `config.model.attention` is a dict: `name` picks the registered variant, every
-other key is handed to that attention class.
+other key is handed to that attention class. `config.model.block` is a dict of
+extra `Block` fields (block options added by the papers).
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ def model_kwargs(model_config: Mapping[str, Any]) -> dict[str, Any]:
   attention = dict(_plain(cfg.get("attention") or {"name": "dot_product"}))
   fields["attention"] = attention.pop("name", "dot_product")
   fields["attention_kwargs"] = attention
+  block = dict(_plain(cfg.get("block") or {}))
+  if block:
+    fields["block_options"] = block
   fields["dtype"] = parse_dtype(cfg.get("dtype", "float32"), "model.dtype")
   fields["param_dtype"] = parse_dtype(cfg.get("param_dtype", "float32"), "model.param_dtype")
   return fields

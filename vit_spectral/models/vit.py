@@ -158,6 +158,8 @@ class ViT(nn.Module):
     dropout_rate, attention_dropout_rate, drop_path_rate: regularisation.
     attention: registered attention name; attention_kwargs: its options.
     norm: registered norm name.
+    block_options: extra `Block` fields (options that later papers add to the
+      block, e.g. FeatScale), passed to every block unchanged.
     encoder_mode: "scan" or "loop"; remat: rematerialise blocks.
     kernel_init: initializer name for Dense kernels.
     dtype: compute dtype; param_dtype: parameter dtype.
@@ -176,6 +178,7 @@ class ViT(nn.Module):
   attention: str = "dot_product"
   attention_kwargs: Mapping[str, Any] | None = None
   norm: str = "layer_norm"
+  block_options: Mapping[str, Any] | None = None
   encoder_mode: str = "scan"
   remat: bool = False
   kernel_init: str = "xavier_uniform"
@@ -220,7 +223,7 @@ class ViT(nn.Module):
         dropout_rate=self.dropout_rate,
         attention_dropout_rate=self.attention_dropout_rate,
         kernel_init=self.kernel_init, grid_size=(rows, cols),
-        num_prefix_tokens=num_prefix)
+        num_prefix_tokens=num_prefix, **dict(self.block_options or {}))
     x = Encoder(depth=self.depth, block_kwargs=block_kwargs,
                 drop_path_rate=self.drop_path_rate, mode=self.encoder_mode,
                 remat=self.remat, deterministic=not train, dtype=self.dtype,
