@@ -2,3 +2,5 @@
 
 Each function cites the paper and equation it implements.
 """
+
+from vit_spectral.analysis.frequency import dc, hc, hc_dc_ratio, hc_proportion
