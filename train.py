@@ -5,6 +5,7 @@ A rerun with the same --workdir resumes from its latest checkpoint.
 Multi-host (TPU pod slices, multi-node GPU): pass --distributed on every host.
 """
 
+import logging as std_logging
 import os
 
 from absl import app, flags, logging
@@ -21,9 +22,19 @@ _DISTRIBUTED = flags.DEFINE_bool(
     "distributed", False, "Call jax.distributed.initialize() (multi-host runs).")
 
 
+class _QuietLibraries(std_logging.Filter):
+  """Drops INFO chatter of orbax and TF's dataset ops; warnings still pass."""
+
+  def filter(self, record):
+    noisy = "/orbax/" in record.pathname or "/tensorflow" in record.pathname
+    return record.levelno >= std_logging.WARNING or not noisy
+
+
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+  for handler in std_logging.getLogger().handlers:
+    handler.addFilter(_QuietLibraries())
   # TensorFlow is only the input pipeline: keep it off the accelerators.
   import tensorflow as tf
   tf.config.set_visible_devices([], "GPU")

@@ -98,3 +98,39 @@ def base_config() -> ml_collections.ConfigDict:
   config.mesh = ml_collections.ConfigDict(dict(data=-1, model=1))
   config.sharding_rules = None  # None = sharding.TENSOR_PARALLEL_RULES
   return config
+
+
+CIFAR_MEAN = {"cifar10": (0.4914, 0.4822, 0.4465), "cifar100": (0.5071, 0.4865, 0.4409)}
+CIFAR_STD = {"cifar10": (0.2470, 0.2435, 0.2616), "cifar100": (0.2673, 0.2564, 0.2762)}
+
+
+def cifar_vit(dataset: str, arg: str | None) -> ml_collections.ConfigDict:
+  """The ViT-Ti CIFAR recipe of papers 003/004 (DeiT-style AdamW, cosine, 300 epochs).
+
+  Arguments: variant (default "Ti/4": 64 tokens of 4×4 on 32² images),
+  image_size (32; 224 with variant=Ti/16 is paper 004's resized setting),
+  batch (128), epochs (300), attention.
+  """
+  args = parse_arg(arg, variant="Ti/4", image_size=32, batch=128, epochs=300,
+                   attention="dot_product")
+  config = base_config()
+  config.num_epochs = args.epochs
+  steps_per_epoch = 50_000 // args.batch
+  config.log_every = 100
+  config.eval_every = 5 * steps_per_epoch
+  config.checkpoint_every = steps_per_epoch
+  resized = args.image_size != 32
+  config.input = input_config(
+      dataset, image_size=args.image_size, batch_size=args.batch,
+      eval_batch_size=500 if not resized else 200,
+      train_augment="random_resized_crop" if resized else "pad_crop",
+      pad_crop_padding=4, flip=True, eval_resize="resize" if resized else "none",
+      mean=CIFAR_MEAN[dataset], std=CIFAR_STD[dataset])
+  config.model = model_config(args.variant, drop_path_rate=0.1,
+                              attention=dict(name=args.attention))
+  # DeiT: lr 5e-4 per 512 examples, weight decay 0.05, 5 warmup epochs.
+  config.optim = optim_config("adamw", learning_rate=5e-4 * args.batch / 512,
+                              warmup_steps=5 * steps_per_epoch, end_learning_rate=1e-6,
+                              weight_decay=0.05)
+  config.label_smoothing = 0.1
+  return config

@@ -1,0 +1,35 @@
+"""Every config file in configs/ loads, validates and builds its model."""
+
+import glob
+import importlib
+import os
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from vit_spectral import config_checks
+from vit_spectral.models import build_model
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONFIGS = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, "configs", "*.py"))
+                 if not os.path.basename(p).startswith(("_", "common")))
+
+
+def test_the_spine_recipes_exist():
+  assert {"digits_vit", "cifar10_vit", "cifar100_vit", "imagenet_deit"} <= set(CONFIGS)
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_config_validates_and_builds(name):
+  module = importlib.import_module(f"configs.{name}")
+  config = module.get_config()
+  assert module.__doc__ and "python train.py" in module.__doc__, "docstring must carry the launch command"
+  config.input.batch_size = max(8, config.input.batch_size // 8 * 8)
+  config.input.eval_batch_size = max(8, config.input.eval_batch_size // 8 * 8)
+  config_checks.validate_config(config)
+  size = config.input.image_size
+  model = build_model(config.model, num_classes=10)
+  out = jax.eval_shape(lambda x: model.init_with_output(jax.random.key(0), x)[0],
+                       jax.ShapeDtypeStruct((2, size, size, 3), jnp.float32))
+  assert out.shape == (2, 10)
