@@ -52,7 +52,8 @@ def validate_model(model_config, image_size: int) -> None:
   _require(image_size % fields["patch_size"] == 0,
            f"model.patch_size={fields['patch_size']} does not divide "
            f"input.image_size={image_size}")
-  if not fields["attention_kwargs"].get("head_dim"):
+  attention_kwargs = fields["attention_kwargs"]
+  if not (attention_kwargs.get("head_dim") or attention_kwargs.get("full_width_heads")):
     _require(fields["hidden_size"] % fields["num_heads"] == 0,
              f"model.num_heads={fields['num_heads']} does not divide "
              f"model.hidden_size={fields['hidden_size']}")
