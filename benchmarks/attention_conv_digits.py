@@ -82,7 +82,8 @@ def main():
       config=args.arg, attention=name, eval_accuracy=accuracy,
       eval_loss=metrics["eval_loss"],
       centers=[np.round(h["centers"], 3).tolist() for h in heads],
-      alpha=[np.round(h["precision"][:, 0, 0] / 2, 3).tolist() for h in heads],
+      # Σ⁻¹ per head (2αI for quadratic heads).
+      precision=[np.round(h["precision"], 4).tolist() for h in heads],
       degenerate_heads=[d.tolist() for d in degenerate_heads(params)])
   with open(args.out + ".json", "w") as f:
     json.dump(summary, f, indent=1)

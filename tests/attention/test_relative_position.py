@@ -30,7 +30,7 @@ def attention(name, **kw):
 def run(module, x, variables=None, seed=0):
   """(outputs, attention weights (B, H, T, T), variables)."""
   if variables is None:
-    variables = module.init(jax.random.key(seed), x)
+    variables = jax.jit(module.init)(jax.random.key(seed), x)
   (y, _), state = jax.jit(functools.partial(module.apply, mutable=["intermediates"]))(
       variables, x)
   return y, state["intermediates"]["attention_weights"][0], variables
@@ -81,7 +81,7 @@ def test_gaussian_probabilities_are_eq16():
 def test_single_head_centred_sharp_quadratic_is_identity_on_grid():
   module = attention("quadratic", num_heads=1)
   x = tokens()
-  variables = module.init(jax.random.key(0), x)
+  variables = jax.eval_shape(module.init, jax.random.key(0), x)
   params = dict(variables["params"], centers=jnp.zeros((1, 2)),
                 log_alpha=jnp.full((1,), jnp.log(50.0)))
   params["value"] = {"kernel": jnp.eye(8)[:, None, :], "bias": jnp.zeros((1, 8))}
@@ -202,14 +202,14 @@ def test_space_to_depth_is_invertible_and_matches_patch_stem():
   kw = dict(num_classes=0, patch_size=2, hidden_size=16, depth=1, num_heads=2,
             mlp_dim=16, pooling="mean", posemb="none")
   patch, s2d = ViT(**kw), ViT(stem="space_to_depth", **kw)
-  variables = patch.init(jax.random.key(1), images)
+  variables = jax.jit(patch.init)(jax.random.key(1), images)
   params = dict(variables["params"])
   conv = params["embedding"]
   params["embedding"] = {"kernel": conv["kernel"].reshape(12, 16), "bias": conv["bias"]}
   np.testing.assert_allclose(s2d.apply({"params": params}, images),
                              patch.apply(variables, images), rtol=1e-5, atol=1e-5)
   with pytest.raises(ValueError, match="model.stem"):
-    ViT(stem="conv", **kw).init(jax.random.key(0), images)
+    jax.eval_shape(ViT(stem="conv", **kw).init, jax.random.key(0), images)
 
 
 def gaussian_vit(mode):
@@ -244,7 +244,7 @@ def with_precisions(params, mode):
 def test_pruning_finds_exactly_the_degenerate_heads_and_zeroes_them(mode):
   model = gaussian_vit(mode)
   images = jax.random.normal(jax.random.key(0), (2, 8, 8, 1))
-  params = with_precisions(model.init(jax.random.key(1), images)["params"], mode)
+  params = with_precisions(jax.jit(model.init)(jax.random.key(1), images)["params"], mode)
   found = degenerate_heads(params)
   assert [f.tolist() for f in found] == [[1, 3], [2]]
   assert [f.tolist() for f in degenerate_heads(params, max_condition_number=1e3)] == [[1, 3], [0, 2]]
@@ -272,7 +272,7 @@ def test_attention_centres_plot_and_contours(tmp_path):
   model = ViT(num_classes=10, patch_size=2, hidden_size=16, depth=2, num_heads=3, mlp_dim=16,
               pooling="mean", posemb="none", attention="quadratic",
               attention_kwargs=dict(full_width_heads=True))
-  params = model.init(jax.random.key(0), jnp.zeros((1, 8, 8, 1)))["params"]
+  params = jax.jit(model.init)(jax.random.key(0), jnp.zeros((1, 8, 8, 1)))["params"]
   heads = gaussian_heads(params)
   alpha = np.exp(np.asarray(params["encoder"]["encoderblock"]["attention"]["log_alpha"]))
   np.testing.assert_allclose(heads[1]["precision"][2], 2 * alpha[1, 2] * np.eye(2), rtol=1e-6)
@@ -282,4 +282,5 @@ def test_attention_centres_plot_and_contours(tmp_path):
   relative = ViT(num_classes=10, patch_size=2, hidden_size=16, depth=1, num_heads=2, mlp_dim=16,
                  attention="relative_learned")
   with pytest.raises(ValueError, match="quadratic"):
-    gaussian_heads(relative.init(jax.random.key(0), jnp.zeros((1, 8, 8, 1)))["params"])
+    gaussian_heads(jax.eval_shape(relative.init, jax.random.key(0),
+                                  jnp.zeros((1, 8, 8, 1)))["params"])
