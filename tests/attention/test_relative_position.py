@@ -282,5 +282,4 @@ def test_attention_centres_plot_and_contours(tmp_path):
   relative = ViT(num_classes=10, patch_size=2, hidden_size=16, depth=1, num_heads=2, mlp_dim=16,
                  attention="relative_learned")
   with pytest.raises(ValueError, match="quadratic"):
-    gaussian_heads(jax.eval_shape(relative.init, jax.random.key(0),
-                                  jnp.zeros((1, 8, 8, 1)))["params"])
+    gaussian_heads(jax.jit(relative.init)(jax.random.key(0), jnp.zeros((1, 8, 8, 1)))["params"])

@@ -30,7 +30,7 @@ def _attention_params_per_layer(params: Mapping[str, Any]) -> list[Mapping[str, 
                      "(variables['params'])")
   if BLOCK_NAME in encoder:                       # scanned: leading depth axis
     stacked = encoder[BLOCK_NAME]["attention"]
-    depth = len(np.asarray(next(iter(_leaves(stacked)))))
+    depth = next(iter(_leaves(stacked))).shape[0]
     return [_index(stacked, i) for i in range(depth)]
   layers = {}
   for name, sub in encoder.items():
