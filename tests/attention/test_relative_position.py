@@ -183,6 +183,19 @@ def test_relative_learned_content_term_is_eq8():
   np.testing.assert_allclose(weights[0], expected, rtol=1e-4, atol=1e-6)
 
 
+def test_shared_value_equals_per_head_values_tiled():
+  x = tokens()
+  shared = attention("gaussian", shared_value=True)
+  y, _, variables = run(shared, x)
+  params = dict(variables["params"])
+  value = params["value"]
+  assert value["kernel"].shape == (8, 8)
+  params["value"] = {"kernel": jnp.repeat(value["kernel"][:, None], 3, axis=1),
+                     "bias": jnp.repeat(value["bias"][None], 3, axis=0)}
+  y_heads, _, _ = run(attention("gaussian"), x, {"params": params})
+  np.testing.assert_allclose(y, y_heads, rtol=1e-5, atol=1e-5)
+
+
 def test_bad_options_raise():
   with pytest.raises(ValueError, match="position_dim"):
     run(attention("relative_learned", position_dim=5), tokens())

@@ -27,10 +27,12 @@ attention weights are zeroed before the values are mixed). See
 
 from __future__ import annotations
 
+import flax.linen as nn
 import jax.numpy as jnp
 import numpy as np
 
 from vit_spectral.attention.base import Attention, apply_weights
+from vit_spectral.layers.initializers import get_initializer
 
 HEAD_MASK_COLLECTION = "head_mask"
 
@@ -57,7 +59,14 @@ class RelativePositionAttention(Attention):
   `attend`, which embeds them among the prefix tokens, masks, normalises and mixes
   the values (per-head value projection, heads concatenated, output projection:
   eq. 4). With `full_width_heads=True` every head has width D (§4.3 (ii)).
+
+  Attributes:
+    shared_value: one value projection X W_val (D -> D_h) shared by all heads,
+      each head's W^(h) of eq. 11 then being W_val W_out^(h). With full-width
+      heads this is the parameter count the paper reports (12.1M for the App. A.4
+      model), and Lemma 1 still holds (W_val = I). False: per-head W_val^(h).
   """
+  shared_value: bool = False
 
   def grid_shape(self, num_tokens: int) -> tuple[int, int]:
     """Checks that the tokens are `num_prefix_tokens` + a grid; returns the grid."""
@@ -111,5 +120,12 @@ class RelativePositionAttention(Attention):
     keep = self.head_keep()
     if keep is not None:
       weights = weights * keep.astype(weights.dtype)[None, :, None, None]
-    v = self.dense_heads(x, "value", self.qkv_bias)            # (B, T, H, Dh)
-    return self.project_out(apply_weights(weights, v), width)
+    if self.shared_value:
+      v = nn.Dense(self.resolved_head_dim(width), use_bias=self.qkv_bias,
+                   kernel_init=get_initializer(self.kernel_init), dtype=self.dtype,
+                   param_dtype=self.param_dtype, name="value")(x)   # (B, T, Dh)
+      mixed = jnp.einsum("bhts,bsd->bthd", weights, v)
+    else:
+      v = self.dense_heads(x, "value", self.qkv_bias)          # (B, T, H, Dh)
+      mixed = apply_weights(weights, v)
+    return self.project_out(mixed, width)
