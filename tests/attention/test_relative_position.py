@@ -188,7 +188,7 @@ def test_shared_value_equals_per_head_values_tiled():
   shared = attention("gaussian", shared_value=True)
   y, _, variables = run(shared, x)
   params = dict(variables["params"])
-  value = params["value"]
+  value = params.pop("shared_value")
   assert value["kernel"].shape == (8, 8)
   params["value"] = {"kernel": jnp.repeat(value["kernel"][:, None], 3, axis=1),
                      "bias": jnp.repeat(value["bias"][None], 3, axis=0)}

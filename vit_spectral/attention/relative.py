@@ -123,7 +123,7 @@ class RelativePositionAttention(Attention):
     if self.shared_value:
       v = nn.Dense(self.resolved_head_dim(width), use_bias=self.qkv_bias,
                    kernel_init=get_initializer(self.kernel_init), dtype=self.dtype,
-                   param_dtype=self.param_dtype, name="value")(x)   # (B, T, Dh)
+                   param_dtype=self.param_dtype, name="shared_value")(x)  # (B, T, Dh)
       mixed = jnp.einsum("bhts,bsd->bthd", weights, v)
     else:
       v = self.dense_heads(x, "value", self.qkv_bias)          # (B, T, H, Dh)
