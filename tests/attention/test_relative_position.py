@@ -196,6 +196,13 @@ def test_shared_value_equals_per_head_values_tiled():
   np.testing.assert_allclose(y, y_heads, rtol=1e-5, atol=1e-5)
 
 
+def test_full_width_heads_for_dot_product():
+  module = get_attention("dot_product")(num_heads=3, full_width_heads=True)
+  variables = jax.eval_shape(module.init, jax.random.key(0), tokens())
+  assert variables["params"]["query"]["kernel"].shape == (8, 3, 8)
+  assert variables["params"]["out"]["kernel"].shape == (3, 8, 8)
+
+
 def test_bad_options_raise():
   with pytest.raises(ValueError, match="position_dim"):
     run(attention("relative_learned", position_dim=5), tokens())
