@@ -303,3 +303,21 @@ def test_attention_centres_plot_and_contours(tmp_path):
                  attention="relative_learned")
   with pytest.raises(ValueError, match="quadratic"):
     gaussian_heads(jax.jit(relative.init)(jax.random.key(0), jnp.zeros((1, 8, 8, 1)))["params"])
+
+
+def test_paper_recipes_validate_and_do_not_decay_centres_or_widths():
+  from configs import cifar10_quadratic, digits_quadratic
+  from vit_spectral import config_checks, optim
+  from vit_spectral.models import build_model
+  for name in ("quadratic", "gaussian", "relative_learned"):
+    for recipe in (digits_quadratic, cifar10_quadratic):
+      config = recipe.get_config(f"attention={name}")
+      config.mesh.data = 4   # the paper's batch of 100 splits over 4 devices, not 8
+      config_checks.validate_config(config)
+  config = digits_quadratic.get_config("attention=gaussian,depth=2")
+  model = build_model(config.model, num_classes=10)
+  params = jax.eval_shape(model.init, jax.random.key(0), jnp.zeros((1, 8, 8, 1)))["params"]
+  mask = optim.weight_decay_mask(params, config.optim.no_decay_patterns)
+  attention_mask = mask["encoder"]["encoderblock"]["attention"]
+  assert not attention_mask["centers"] and not attention_mask["inv_sqrt_cov"]
+  assert attention_mask["value"]["kernel"] and attention_mask["out"]["kernel"]
