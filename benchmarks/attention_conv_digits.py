@@ -8,7 +8,7 @@ centre with its 50% and 90% contours around the query pixel) and a JSON summary
 (accuracy, centres, widths, degenerate heads by the App. A.1 criterion).
 
   nice -n 10 python benchmarks/attention_conv_digits.py \
-      [--arg=depth=6,width=32,steps=1000] [--workdir=workdir/attention_conv_digits]
+      [--arg=attention=gaussian,steps=1000] [--workdir=workdir/attention_conv_digits]
 
 A workdir that already holds a finished run is only evaluated (the trainer resumes).
 Expected (issue 5): >= 95% test accuracy.
@@ -61,7 +61,7 @@ def trained_params(config, workdir: str):
 
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--arg", default="depth=6,width=32,steps=1000",
+  parser.add_argument("--arg", default="",
                       help="digits_quadratic.py arguments")
   parser.add_argument("--workdir", default="workdir/attention_conv_digits")
   parser.add_argument("--out", default=os.path.join(RESULTS, "attention_conv_digits"),
@@ -76,10 +76,12 @@ def main():
   os.makedirs(os.path.dirname(args.out), exist_ok=True)
   plot_attention_centres(
       params, path=args.out + ".png",
-      title=f"digits, {name} attention ({args.arg}): test accuracy {accuracy:.1%}")
+      title=f"digits, {name} attention, {config.model.depth} layers × "
+            f"{config.model.num_heads} heads: test accuracy {accuracy:.1%}")
   heads = gaussian_heads(params)
   summary = dict(
-      config=args.arg, attention=name, eval_accuracy=accuracy,
+      config_arg=args.arg, depth=config.model.depth, width=config.model.hidden_size,
+      heads=config.model.num_heads, steps=config.total_steps, attention=name, eval_accuracy=accuracy,
       eval_loss=metrics["eval_loss"],
       centers=[np.round(h["centers"], 3).tolist() for h in heads],
       # Σ⁻¹ per head (2αI for quadratic heads).

@@ -55,7 +55,7 @@ class QuadraticAttention(RelativePositionAttention):
   Attributes:
     center_init_std: Δ_h ~ N(0, σ² I) at init (the paper's "N(0, 2I)", read as
       σ = 2).
-    alpha_init: α_h at init (all heads).
+    alpha_init: α_h at init (all heads; the paper does not state it).
   """
   center_init_std: float = 2.0
   alpha_init: float = 1.0
