@@ -16,7 +16,7 @@ and widths, 5% warmup, cosine, batch 100, dropout 0.1). Arguments
 steps.
 """
 
-from configs import common
+from configs import common, digits_vit
 from configs.cifar10_quadratic import NO_DECAY_PATTERNS
 
 
@@ -28,10 +28,8 @@ def get_config(arg=None):
   config.log_every = 100
   config.eval_every = 500
   config.checkpoint_every = 500
-  config.input = common.input_config(
-      "digits", image_size=8, batch_size=100, eval_batch_size=360,
-      train_augment="pad_crop", pad_crop_padding=1, flip=False,
-      mean=(0.5,), std=(0.5,), shuffle_buffer=2048)
+  config.input = digits_vit.get_config().input     # the default digits input
+  config.input.batch_size = 100                     # the paper's batch
   config.model = common.model_config(
       hidden_size=args.width, depth=args.depth, num_heads=args.heads,
       mlp_dim=2 * args.width, patch_size=2, stem="space_to_depth", pooling="mean",
