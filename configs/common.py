@@ -61,7 +61,7 @@ def model_config(variant: str | None = None, **fields) -> ml_collections.ConfigD
   """The `config.model` block read by `vit_spectral.models.build_model`."""
   base = dict(
       variant=variant, hidden_size=None, depth=None, num_heads=None, mlp_dim=None,
-      patch_size=None, pooling="cls", posemb="learned", dropout_rate=0.0,
+      patch_size=None, stem="patch", pooling="cls", posemb="learned", dropout_rate=0.0,
       attention_dropout_rate=0.0, drop_path_rate=0.0,
       attention=dict(name="dot_product"), block=dict(), norm="layer_norm",
       encoder_mode="scan",

@@ -16,7 +16,7 @@ from vit_spectral.layers.initializers import get_initializer
 from vit_spectral.layers.norms import get_norm
 from vit_spectral.models.build import model_kwargs
 from vit_spectral.models.posemb import POSEMB_CHOICES
-from vit_spectral.models.vit import ENCODER_MODES, POOLINGS, Block
+from vit_spectral.models.vit import ENCODER_MODES, POOLINGS, STEMS, Block
 from vit_spectral.optim import OPTIMIZERS
 
 TRAIN_AUGMENTS = ("none", "pad_crop", "random_resized_crop")
@@ -52,7 +52,8 @@ def validate_model(model_config, image_size: int) -> None:
   _require(image_size % fields["patch_size"] == 0,
            f"model.patch_size={fields['patch_size']} does not divide "
            f"input.image_size={image_size}")
-  if not fields["attention_kwargs"].get("head_dim"):
+  attention_kwargs = fields["attention_kwargs"]
+  if not (attention_kwargs.get("head_dim") or attention_kwargs.get("full_width_heads")):
     _require(fields["hidden_size"] % fields["num_heads"] == 0,
              f"model.num_heads={fields['num_heads']} does not divide "
              f"model.hidden_size={fields['hidden_size']}")
@@ -61,6 +62,7 @@ def validate_model(model_config, image_size: int) -> None:
   _known_fields(Block, fields.get("block_options") or {}, "model.block")
   get_norm(fields.get("norm", "layer_norm"))
   get_initializer(fields.get("kernel_init", "xavier_uniform"))
+  _choice(fields.get("stem", "patch"), STEMS, "model.stem")
   _choice(fields.get("pooling", "cls"), POOLINGS, "model.pooling")
   _choice(fields.get("posemb", "learned"), POSEMB_CHOICES, "model.posemb")
   _choice(fields.get("encoder_mode", "scan"), ENCODER_MODES, "model.encoder_mode")

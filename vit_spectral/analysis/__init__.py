@@ -4,3 +4,5 @@ Each function cites the paper and equation it implements.
 """
 
 from vit_spectral.analysis.frequency import dc, hc, hc_dc_ratio, hc_proportion
+from vit_spectral.analysis.attention_centres import gaussian_heads, plot_attention_centres
+from vit_spectral.analysis.head_pruning import degenerate_heads, prune_heads

@@ -10,3 +10,8 @@ from vit_spectral.attention.registry import get_attention, register_attention, r
 
 # Importing a variant's module registers it.
 from vit_spectral.attention import dot_product  # noqa: F401  (registers "dot_product")
+from vit_spectral.attention import quadratic  # noqa: F401  (registers "quadratic")
+from vit_spectral.attention import gaussian  # noqa: F401  (registers "gaussian")
+from vit_spectral.attention import relative_learned  # noqa: F401  (registers "relative_learned")
+from vit_spectral.attention.relative import relative_shifts
+from vit_spectral.attention.conv_equivalence import conv_to_quadratic_attention

@@ -36,7 +36,10 @@ class Attention(nn.Module):
 
   Attributes:
     num_heads: number of heads H.
-    head_dim: width per head; None = D // H.
+    head_dim: width per head; None = D // H (or D with `full_width_heads`).
+    full_width_heads: every head has the full width D_h = D, heads concatenated
+      to H·D then projected back to D (Cordonnier et al. 2020, remark after
+      Lemma 1: exact re-parametrisation of a convolution, no "unused" channels).
     qkv_bias: whether query/key/value projections have a bias.
     dropout_rate: dropout on the attention probabilities.
     deterministic: disables dropout.
@@ -48,6 +51,7 @@ class Attention(nn.Module):
   """
   num_heads: int
   head_dim: int | None = None
+  full_width_heads: bool = False
   qkv_bias: bool = True
   dropout_rate: float = 0.0
   deterministic: bool = True
@@ -64,8 +68,13 @@ class Attention(nn.Module):
     return None
 
   def resolved_head_dim(self, width: int) -> int:
+    if self.head_dim is not None and self.full_width_heads:
+      raise ValueError("model.attention sets both head_dim and full_width_heads; "
+                       "choose one")
     if self.head_dim is not None:
       return self.head_dim
+    if self.full_width_heads:
+      return width
     if width % self.num_heads:
       raise ValueError(
           f"model.hidden_size={width} is not divisible by "

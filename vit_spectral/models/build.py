@@ -18,7 +18,7 @@ from vit_spectral.models.vit import ViT
 
 SHAPE_FIELDS = ("hidden_size", "depth", "num_heads", "mlp_dim", "patch_size")
 _DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16, "float16": jnp.float16}
-_PASSTHROUGH = ("pooling", "posemb", "dropout_rate", "attention_dropout_rate",
+_PASSTHROUGH = ("stem", "pooling", "posemb", "dropout_rate", "attention_dropout_rate",
                 "drop_path_rate", "norm", "encoder_mode", "remat", "kernel_init")
 
 

@@ -19,11 +19,13 @@ from vit_spectral.attention import get_attention
 from vit_spectral.layers.drop_path import DropPath, linear_drop_path_rates
 from vit_spectral.layers.initializers import get_initializer
 from vit_spectral.layers.mlp import MlpBlock
+from vit_spectral.layers.space_to_depth import space_to_depth
 from vit_spectral.layers.norms import get_norm
 from vit_spectral.models.posemb import POSEMB_CHOICES, sincos_2d
 
 ENCODER_MODES = ("scan", "loop")
 POOLINGS = ("cls", "mean")
+STEMS = ("patch", "space_to_depth")
 # Name of the block module in each mode; the loop appends "_{layer}".
 BLOCK_NAME = "encoderblock"
 
@@ -129,7 +131,8 @@ class Encoder(nn.Module):
     if self.mode == "scan":
       stack = nn.scan(
           block_cls,
-          variable_axes={"params": 0, "intermediates": 0},
+          # "head_mask": per-layer head keep flags of pruned models (optional).
+          variable_axes={"params": 0, "intermediates": 0, "head_mask": 0},
           split_rngs={"params": True, "dropout": True},
           in_axes=(0, nn.broadcast),  # (drop_path_rate per layer, mask)
           length=self.depth)
@@ -152,6 +155,12 @@ class ViT(nn.Module):
   Attributes:
     num_classes: size of the zero-initialised head (0 = no head, return features).
     patch_size: side of the square patches (must divide the image side).
+    stem: "patch" (a patch_size×patch_size stride-patch_size convolution,
+      parameters "embedding/kernel" (p, p, C, D)) or "space_to_depth" (the
+      invertible down-sampling of Cordonnier et al. 2020 with block patch_size,
+      then a Dense, parameters "embedding/kernel" (p·p·C, D)). The two compute
+      the same family of maps; the second keeps the lossless re-arrangement
+      explicit, as the paper describes it.
     hidden_size, depth, num_heads, mlp_dim: the Transformer's shape.
     pooling: "cls" (prepend a CLS token and read it) or "mean" (mean of tokens).
     posemb: "learned" (N(0, 0.02²), CLS included), "sincos2d" or "none".
@@ -170,6 +179,7 @@ class ViT(nn.Module):
   depth: int
   num_heads: int
   mlp_dim: int
+  stem: str = "patch"
   pooling: str = "cls"
   posemb: str = "learned"
   dropout_rate: float = 0.0
@@ -190,6 +200,8 @@ class ViT(nn.Module):
     """images: (B, H, W, C) -> logits (B, num_classes) in float32."""
     if self.pooling not in POOLINGS:
       raise ValueError(f"model.pooling={self.pooling!r}; choose one of {list(POOLINGS)}")
+    if self.stem not in STEMS:
+      raise ValueError(f"model.stem={self.stem!r}; choose one of {list(STEMS)}")
     if self.posemb not in POSEMB_CHOICES:
       raise ValueError(f"model.posemb={self.posemb!r}; choose one of {list(POSEMB_CHOICES)}")
     height, width = images.shape[1:3]
@@ -197,9 +209,14 @@ class ViT(nn.Module):
       raise ValueError(f"model.patch_size={self.patch_size} does not divide the "
                        f"image size {height}x{width}")
 
-    x = nn.Conv(self.hidden_size, (self.patch_size,) * 2, strides=self.patch_size,
-                padding="VALID", dtype=self.dtype, param_dtype=self.param_dtype,
-                name="embedding")(images.astype(self.dtype))
+    if self.stem == "patch":
+      x = nn.Conv(self.hidden_size, (self.patch_size,) * 2, strides=self.patch_size,
+                  padding="VALID", dtype=self.dtype, param_dtype=self.param_dtype,
+                  name="embedding")(images.astype(self.dtype))
+    else:
+      x = nn.Dense(self.hidden_size, dtype=self.dtype, param_dtype=self.param_dtype,
+                   name="embedding")(space_to_depth(images.astype(self.dtype),
+                                                    self.patch_size))
     batch, rows, cols, _ = x.shape
     x = x.reshape(batch, rows * cols, self.hidden_size)         # (B, N, D)
 
