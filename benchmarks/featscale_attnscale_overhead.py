@@ -3,8 +3,11 @@ r"""Train-step overhead of AttnScale and FeatScale over the baseline (paper 000,
 The paper reports −11% (AttnScale) and −5% (FeatScale) throughput for 12-layer
 DeiT-S on a GPU; we aim for under 3%. This script times the library's real
 train step (`steps.train_step`: forward, backward, AdamW update) for the three
-variants of one model, interleaved round by round in one process so that a
-shared or throttled CPU slows all three alike, and reports medians.
+variants of one model, interleaved round by round (in a shuffled order) in one
+process so that a shared or throttled CPU slows all three alike, and reports the
+medians and the median of the per-round time ratios to the baseline. It also
+prints XLA's static cost of each compiled step (flops, bytes accessed), which
+no other load on the machine can disturb.
 
   python benchmarks/featscale_attnscale_overhead.py            # ViT-Ti width, 65 tokens
   python benchmarks/featscale_attnscale_overhead.py --width=384 --heads=6 \
@@ -61,6 +64,13 @@ def build_step(args, variant: dict, batch):
   return step, state
 
 
+def compiled_cost(step, state, batch) -> dict[str, float]:
+  """XLA's static cost of one compiled step: flops and bytes accessed (load-independent)."""
+  cost = step.lower(state, batch).compile().cost_analysis()
+  cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+  return {k: float(cost.get(k, float("nan"))) for k in ("flops", "bytes accessed")}
+
+
 def time_steps(step, state, batch, n: int):
   """Runs `n` steps; returns (seconds per step, new state)."""
   start = time.perf_counter()
@@ -86,6 +96,7 @@ def main():
   batch = {"image": jax.random.normal(key, (args.batch, args.image, args.image, 3)),
            "label": jax.random.randint(key, (args.batch,), 0, 1000)}
   built = {name: build_step(args, variant, batch) for name, variant in VARIANTS.items()}
+  costs = {name: compiled_cost(step, state, batch) for name, (step, state) in built.items()}
   states = {}
   for name, (step, state) in built.items():  # compile and warm up
     _, states[name] = time_steps(step, state, batch, 2)
@@ -110,6 +121,10 @@ def main():
           f"(min {1e3 * min(times[name]):.2f}, max {1e3 * max(times[name]):.2f})  "
           f"median paired time ratio vs baseline {paired:.4f}  "
           f"throughput change {100 * (1 / paired - 1):+.2f}%")
+  for name in VARIANTS:
+    print(f"{name:11s} XLA cost per step: " + ", ".join(
+        f"{k} {v:.4g} ({100 * (v / costs['baseline'][k] - 1):+.2f}%)"
+        for k, v in costs[name].items()))
 
 
 if __name__ == "__main__":
