@@ -15,3 +15,4 @@ from vit_spectral.attention import gaussian  # noqa: F401  (registers "gaussian"
 from vit_spectral.attention import relative_learned  # noqa: F401  (registers "relative_learned")
 from vit_spectral.attention.relative import relative_shifts
 from vit_spectral.attention.conv_equivalence import conv_to_quadratic_attention
+from vit_spectral.attention import attn_scale  # noqa: F401  (registers "attn_scale")

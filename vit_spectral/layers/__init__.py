@@ -1,6 +1,7 @@
-"""Layers shared by every block: norms, MLP, drop-path, initializers."""
+"""Layers shared by every block: norms, MLP, drop-path, FeatScale, initializers."""
 
 from vit_spectral.layers.drop_path import DropPath, linear_drop_path_rates
+from vit_spectral.layers.feat_scale import FeatScale
 from vit_spectral.layers.initializers import get_initializer, register_initializer, registered_initializers
 from vit_spectral.layers.mlp import MlpBlock
 from vit_spectral.layers.norms import LayerNorm, get_norm, register_norm, registered_norms

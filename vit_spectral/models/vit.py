@@ -17,6 +17,7 @@ import jax.numpy as jnp
 
 from vit_spectral.attention import get_attention
 from vit_spectral.layers.drop_path import DropPath, linear_drop_path_rates
+from vit_spectral.layers.feat_scale import FeatScale
 from vit_spectral.layers.initializers import get_initializer
 from vit_spectral.layers.mlp import MlpBlock
 from vit_spectral.layers.space_to_depth import space_to_depth
@@ -38,7 +39,7 @@ def _as_float32(tree):
 class Block(nn.Module):
   """Pre-norm Transformer block, called as `(x, state), _ = block((x, state), rate, mask)`.
 
-  x <- x + DropPath(Dropout(Attn(Norm(x))))
+  x <- x + DropPath(Dropout(FeatScale?(Attn(Norm(x)))))
   x <- x + DropPath(MLP(Norm(x)))
 
   Attributes:
@@ -52,6 +53,9 @@ class Block(nn.Module):
     deterministic: disables dropout and drop-path.
     kernel_init: initializer name for Dense kernels.
     grid_size, num_prefix_tokens: token layout, handed to the attention.
+    feat_scale: re-weight the DC and high-frequency parts of the attention
+      output per channel (paper 000, FeatScale, eqs. 10-12; submodule
+      "feat_scale"). Off = no parameters, exactly the plain block.
   """
   num_heads: int
   mlp_dim: int
@@ -64,6 +68,7 @@ class Block(nn.Module):
   kernel_init: str = "xavier_uniform"
   grid_size: tuple[int, int] | None = None
   num_prefix_tokens: int = 0
+  feat_scale: bool = False
   dtype: Any = jnp.float32
   param_dtype: Any = jnp.float32
 
@@ -71,6 +76,8 @@ class Block(nn.Module):
   def __call__(self, carry, drop_path_rate, mask=None):
     """carry: (x (B, T, D), state); drop_path_rate: scalar; mask: see attention.base."""
     x, state = carry
+    if not isinstance(self.feat_scale, bool):
+      raise ValueError(f"model.block.feat_scale={self.feat_scale!r} must be True or False")
     norm = get_norm(self.norm)
     attention = get_attention(self.attention)(
         num_heads=self.num_heads, dropout_rate=self.attention_dropout_rate,
@@ -81,6 +88,8 @@ class Block(nn.Module):
 
     y = norm(dtype=self.dtype, param_dtype=self.param_dtype, name="norm1")(x)
     y, state = attention(y, state, mask)
+    if self.feat_scale:
+      y = FeatScale(dtype=self.dtype, param_dtype=self.param_dtype, name="feat_scale")(y)
     y = nn.Dropout(self.dropout_rate)(y, deterministic=self.deterministic)
     x = x + DropPath(name="drop_path1")(y, drop_path_rate, self.deterministic)
 

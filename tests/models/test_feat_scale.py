@@ -1,0 +1,74 @@
+"""FeatScale (paper 000, eqs. 10-12) as a Block option: maths, neutrality, decay, config."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from configs import digits_vit
+from vit_spectral.config_checks import validate_model
+from vit_spectral.layers import FeatScale
+from vit_spectral.models import ViT, scan_to_loop
+from vit_spectral.optim import param_path, weight_decay_mask
+
+FIELDS = dict(num_classes=10, patch_size=2, hidden_size=16, depth=2, num_heads=2, mlp_dim=32)
+
+
+def test_feat_scale_reweights_dc_and_hc_per_channel():
+  rng = np.random.default_rng(0)
+  y = rng.standard_normal((2, 5, 3))
+  s, t = rng.standard_normal(3), rng.standard_normal(3)
+  out = FeatScale().apply({"params": {"dc_scale": s, "hc_scale": t}}, jnp.asarray(y))
+  # Eqs. 10-12 with explicit loops: DC = token mean in every row, HC = the rest.
+  expected = np.empty_like(y)
+  for b in range(2):
+    for c in range(3):
+      mean = sum(y[b, i, c] for i in range(5)) / 5
+      for i in range(5):
+        expected[b, i, c] = mean * (1 + s[c]) + (y[b, i, c] - mean) * (1 + t[c])
+  np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("attention", ["dot_product", "attn_scale"])
+def test_zero_scales_give_exactly_the_plain_block_with_any_attention(attention):
+  x = jax.random.normal(jax.random.key(1), (2, 8, 8, 1))
+  plain = ViT(**FIELDS, attention=attention)
+  scaled = ViT(**FIELDS, attention=attention, block_options=dict(feat_scale=True))
+  params = jax.jit(plain.init)(jax.random.key(0), x)["params"]
+  params["head"]["kernel"] = jax.random.normal(jax.random.key(2), params["head"]["kernel"].shape)
+  init = jax.jit(scaled.init)(jax.random.key(0), x)["params"]["encoder"]["encoderblock"]["feat_scale"]
+  assert {k: v.shape for k, v in init.items()} == {"dc_scale": (2, 16), "hc_scale": (2, 16)}
+  assert not any(np.any(v) for v in init.values())  # s = t = 0 at init
+  with_scales = jax.tree_util.tree_map(lambda a: a, params)
+  with_scales["encoder"]["encoderblock"]["feat_scale"] = init
+  y_plain = jax.jit(plain.apply)({"params": params}, x)
+  y_scaled = jax.jit(scaled.apply)({"params": with_scales}, x)
+  np.testing.assert_array_equal(y_plain, y_scaled)
+  with_scales["encoder"]["encoderblock"]["feat_scale"] = jax.tree_util.tree_map(
+      lambda a: a + 0.5, init)
+  assert not np.allclose(jax.jit(scaled.apply)({"params": with_scales}, x), y_plain)
+
+
+def test_scale_parameters_are_never_weight_decayed_in_scan_or_loop_layout():
+  x = jnp.zeros((1, 8, 8, 1))
+  model = ViT(**FIELDS, attention="attn_scale", block_options=dict(feat_scale=True))
+  shapes = jax.eval_shape(model.init, jax.random.key(0), x)["params"]
+  params = jax.tree_util.tree_map(lambda a: np.zeros(a.shape, a.dtype), shapes)
+  for tree in (params, scan_to_loop(params)):
+    decided = {param_path(p): d for p, d in
+               jax.tree_util.tree_flatten_with_path(weight_decay_mask(tree))[0]}
+    scales = {k: d for k, d in decided.items() if k.endswith(("omega", "dc_scale", "hc_scale"))}
+    assert len(scales) == 3 * (1 if tree is params else 2) and not any(scales.values())
+    assert any(decided.values())  # kernels are still decayed
+
+
+def test_feat_scale_config_is_checked():
+  config = digits_vit.get_config()
+  config.model.block = dict(feat_scale=True)
+  validate_model(config.model, 8)
+  config.model.block = dict(featscale=True)
+  with pytest.raises(ValueError, match="feat_scale"):
+    validate_model(config.model, 8)
+  with pytest.raises(ValueError, match="model.block.feat_scale='yes'"):
+    bad = ViT(**FIELDS, block_options=dict(feat_scale="yes"))
+    jax.eval_shape(bad.init, jax.random.key(0), jnp.zeros((1, 8, 8, 1)))
