@@ -5,11 +5,8 @@ Each function cites the paper and equation it implements.
 
 from vit_spectral.analysis.attention_spectrum import attention_spectrum
 from vit_spectral.analysis.frequency import dc, hc, hc_dc_ratio, hc_proportion
-<<<<<<< HEAD
 from vit_spectral.analysis.attention_centres import gaussian_heads, plot_attention_centres
 from vit_spectral.analysis.head_pruning import degenerate_heads, prune_heads
-=======
 from vit_spectral.analysis.probe import probe
 from vit_spectral.analysis.similarity import attention_cosine_similarity, token_cosine_similarity
 from vit_spectral.analysis.smoothing import smoothing_rate_bound
->>>>>>> issue-3
