@@ -120,9 +120,10 @@ def plot_attention_centres(params: Mapping[str, Any], *, extent: float | None = 
   Returns:
     The matplotlib Figure.
   """
+  # A pyplot-free Figure: no backend is switched, so notebooks keep theirs and
+  # headless machines need no display.
   import matplotlib
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
+  from matplotlib.figure import Figure
   from matplotlib.patches import Ellipse, Rectangle
 
   layers = gaussian_heads(params)
@@ -130,8 +131,9 @@ def plot_attention_centres(params: Mapping[str, Any], *, extent: float | None = 
     extent = max(3.0, 1.0 + max(float(np.abs(l["centers"]).max()) for l in layers))
   cols = min(len(layers), 3)
   rows = -(-len(layers) // cols)
-  fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 3.2 * rows), squeeze=False)
-  colors = plt.get_cmap("tab10" if len(layers[0]["centers"]) <= 10 else "tab20")
+  fig = Figure(figsize=(3.2 * cols, 3.2 * rows))
+  axes = fig.subplots(rows, cols, squeeze=False)
+  colors = matplotlib.colormaps["tab10" if len(layers[0]["centers"]) <= 10 else "tab20"]
   for ax in axes.flat[len(layers):]:
     ax.axis("off")
   for layer, (ax, heads) in enumerate(zip(axes.flat, layers)):
