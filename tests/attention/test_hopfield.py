@@ -1,6 +1,8 @@
 """Hopfield attention (paper 004): neutral coefficients, eqs. (10)/(32) directly,
 gradient through the carried state, masks, and the block placements."""
 
+import importlib
+
 import chex
 import jax
 import jax.numpy as jnp
@@ -9,7 +11,7 @@ import pytest
 
 from vit_spectral import config_checks
 from vit_spectral.attention import causal_mask, get_attention, padding_mask
-from vit_spectral.models import Encoder, ViT, per_layer, scan_to_loop
+from vit_spectral.models import Encoder, ViT, build_model, model_kwargs, per_layer, scan_to_loop
 
 HEADS, WIDTH, TOKENS, DEPTH = 2, 16, 5, 3
 
@@ -207,8 +209,25 @@ def model_config(**fields):
     (dict(attention=dict(name="hopfield", beta=0.5)), "unknown options ['beta']"),
 ])
 def test_bad_options_raise_naming_the_field(fields, message):
-  from vit_spectral.models import build_model
   with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("(", r"\(")):
     config_checks.validate_model(model_config(**fields), image_size=8)
     model = build_model(model_config(**fields), num_classes=10)
     jax.eval_shape(model.init, jax.random.key(0), jnp.zeros((1, 8, 8, 1)))
+
+
+# --- Recipes ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("config_file,arg,depth,block", [
+    ("hopfield_vit", "size=L,alpha=0.7,dataset=cifar100,placement=replace", 24,
+     dict(attention_residual="replace")),
+    ("hopfield_vit", "size=B,dataset=imagenet2012", 12, dict()),
+    ("hopfield_attention_only", "depth=2,attention=dot_product", 2,
+     dict(attention_residual="none", use_mlp=False)),
+])
+def test_paper_004_recipes_validate(config_file, arg, depth, block):
+  config = importlib.import_module(f"configs.{config_file}").get_config(arg)
+  config_checks.validate_config(config)
+  fields = model_kwargs(config.model)
+  assert fields["depth"] == depth and dict(fields.get("block_options") or {}) == block
+  if "alpha=0.7" in arg:  # α' follows α unless set
+    assert fields["attention_kwargs"] == dict(alpha=0.7, alpha_hidden=0.7)
