@@ -8,6 +8,9 @@ violin plots of paper 004 Fig. 2 / App. H) with the normalized residual
 (`rank_residual_ratio`, eq. 61) and the mean attention entropy (App. I).
 
   nice -n 10 python benchmarks/hopfield_digits.py [--steps=2000] [--workdir=workdir/hopfield_digits]
+  # or train the two in parallel, then rerun the line above to print the comparison:
+  nice -n 10 python benchmarks/hopfield_digits.py --attentions=hopfield &
+  nice -n 10 python benchmarks/hopfield_digits.py --attentions=dot_product
 
 A workdir that already holds a finished run is only evaluated (the trainer resumes).
 Expected (issue 7): the Hopfield model reaches >= 97% test accuracy.
@@ -86,10 +89,13 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--steps", type=int, default=2000)
   parser.add_argument("--workdir", default="workdir/hopfield_digits")
+  parser.add_argument("--attentions", default="dot_product,hopfield",
+                      help="comma-separated; e.g. one per process to train in parallel, "
+                           "then all of them again to print the comparison")
   args = parser.parse_args()
 
   results = {}
-  for attention in ("dot_product", "hopfield"):
+  for attention in args.attentions.split(","):
     config = digits_vit.get_config(f"attention={attention},steps={args.steps}")
     workdir = os.path.join(args.workdir, attention)
     metrics = trainer.train_and_evaluate(config, workdir)
