@@ -56,12 +56,16 @@ class Block(nn.Module):
   The two options below default to the standard block (same parameters, same
   numbers); they serve paper 004 (Hopfield attention, attention-only networks):
 
-  * attention_residual="replace": x <- Dropout(Attn(Norm(x), skip=x)). The
-    attention's own skip path (Hopfield's α·skip) takes the block input x and
-    replaces the residual: α·x + (1 - α)·Attn(Norm(x)). Needs a variant with
-    `mixes_skip` (e.g. "hopfield").
-  * attention_residual="none": x <- Dropout(Attn(Norm(x))), no residual around
-    attention (a variant's own skip, if any, still mixes its input Norm(x)).
+  * attention_residual="replace": x <- Attn(Norm(x), skip=x). The attention's
+    own skip path (Hopfield's α·skip) takes the block input x and replaces the
+    residual: α·x + (1 - α)·Attn(Norm(x)). Needs a variant with `mixes_skip`
+    (e.g. "hopfield").
+  * attention_residual="none": x <- Attn(Norm(x)), no residual around attention
+    (a variant's own skip, if any, still mixes its input Norm(x)).
+    In both, the attention output is the stream itself, not a residual branch,
+    so the block's dropout and drop-path (which act on residual branches) are
+    not applied to it; attention-probability dropout and the MLP branch's
+    dropout and drop-path still are.
   * use_mlp=False: no MLP sub-block (and no norm2). With attention_residual=
     "none" this is the attention-only network of Dong et al. / paper 004 Thm 5.2.
 
@@ -114,10 +118,10 @@ class Block(nn.Module):
       y, state = attention(y, state, mask, skip=x)
     else:
       y, state = attention(y, state, mask)
-    y = nn.Dropout(self.dropout_rate)(y, deterministic=self.deterministic)
     if self.attention_residual == "add":
+      y = nn.Dropout(self.dropout_rate)(y, deterministic=self.deterministic)
       x = x + DropPath(name="drop_path1")(y, drop_path_rate, self.deterministic)
-    else:
+    else:  # no residual branch to drop (see the class docstring)
       x = y
 
     if self.use_mlp:
