@@ -13,6 +13,9 @@ expected extra is about one such map, not one per block.
 
   nice -n 10 python benchmarks/hopfield_memory.py [--batch=64] [--remat]
 
+Measured (CPU compile, no remat): baseline 5394.2 MB, Hopfield 5424.0 MB,
++29.8 MB (+0.55%), exactly one carried map.
+
 On a CPU this only compiles (about a minute per model); on an accelerator the
 numbers are that device's.
 """
