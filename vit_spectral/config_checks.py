@@ -16,7 +16,7 @@ from vit_spectral.layers.initializers import get_initializer
 from vit_spectral.layers.norms import get_norm
 from vit_spectral.models.build import model_kwargs
 from vit_spectral.models.posemb import POSEMB_CHOICES
-from vit_spectral.models.vit import ENCODER_MODES, POOLINGS, STEMS, Block
+from vit_spectral.models.vit import ENCODER_MODES, POOLINGS, STEMS, Block, check_attention_residual
 from vit_spectral.optim import OPTIMIZERS
 
 TRAIN_AUGMENTS = ("none", "pad_crop", "random_resized_crop")
@@ -59,7 +59,9 @@ def validate_model(model_config, image_size: int) -> None:
              f"model.hidden_size={fields['hidden_size']}")
   attention_cls = get_attention(fields["attention"])
   _known_fields(attention_cls, fields["attention_kwargs"], "model.attention")
-  _known_fields(Block, fields.get("block_options") or {}, "model.block")
+  block_options = fields.get("block_options") or {}
+  _known_fields(Block, block_options, "model.block")
+  check_attention_residual(block_options.get("attention_residual", "add"), attention_cls)
   get_norm(fields.get("norm", "layer_norm"))
   get_initializer(fields.get("kernel_init", "xavier_uniform"))
   _choice(fields.get("stem", "patch"), STEMS, "model.stem")

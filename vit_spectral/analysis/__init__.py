@@ -10,3 +10,4 @@ from vit_spectral.analysis.head_pruning import degenerate_heads, prune_heads
 from vit_spectral.analysis.probe import probe
 from vit_spectral.analysis.similarity import attention_cosine_similarity, token_cosine_similarity
 from vit_spectral.analysis.smoothing import smoothing_rate_bound
+from vit_spectral.analysis.rank import attention_entropy, norm_1_inf, rank_residual_ratio, token_cosine_values, token_residual

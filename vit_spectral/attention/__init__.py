@@ -16,3 +16,5 @@ from vit_spectral.attention import relative_learned  # noqa: F401  (registers "r
 from vit_spectral.attention.relative import relative_shifts
 from vit_spectral.attention.conv_equivalence import conv_to_quadratic_attention
 from vit_spectral.attention import attn_scale  # noqa: F401  (registers "attn_scale")
+from vit_spectral.attention import hopfield  # noqa: F401  (registers "hopfield")
+from vit_spectral.attention.masks import causal_mask, combine_masks, padding_mask

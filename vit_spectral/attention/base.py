@@ -19,7 +19,7 @@ Every variant sows its final attention probabilities, (B, heads, T, T), as
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import flax.linen as nn
 import jax
@@ -48,7 +48,12 @@ class Attention(nn.Module):
       position-aware variants); None when tokens have no grid.
     num_prefix_tokens: tokens before the grid tokens (1 with a CLS token).
     dtype: compute dtype; param_dtype: parameter dtype.
+    mixes_skip: class constant; True = the variant has its own skip path and its
+      `__call__` accepts `skip=` (B, T, D), the tensor that path mixes in
+      (`models.vit.Block(attention_residual="replace")` needs it).
   """
+  mixes_skip: ClassVar[bool] = False
+
   num_heads: int
   head_dim: int | None = None
   full_width_heads: bool = False

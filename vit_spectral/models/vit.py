@@ -25,6 +25,8 @@ from vit_spectral.layers.norms import get_norm
 from vit_spectral.models.posemb import POSEMB_CHOICES, sincos_2d
 
 ENCODER_MODES = ("scan", "loop")
+# How the attention branch meets the residual stream (Block.attention_residual).
+ATTENTION_RESIDUALS = ("add", "replace", "none")
 POOLINGS = ("cls", "mean")
 STEMS = ("patch", "space_to_depth")
 # Name of the block module in each mode; the loop appends "_{layer}".
@@ -36,11 +38,39 @@ def _as_float32(tree):
   return jax.tree_util.tree_map(lambda a: a.astype(jnp.float32), tree)
 
 
+def check_attention_residual(choice: str, attention_cls: type) -> None:
+  """Raises ValueError unless `choice` is valid for the attention class."""
+  if choice not in ATTENTION_RESIDUALS:
+    raise ValueError(f"model.block.attention_residual={choice!r}; choose one of "
+                     f"{list(ATTENTION_RESIDUALS)}")
+  if choice == "replace" and not attention_cls.mixes_skip:
+    raise ValueError(
+        "model.block.attention_residual='replace' needs an attention variant with "
+        f"its own skip path (mixes_skip); {attention_cls.__name__} has none: "
+        "use 'add' or 'none'")
+
+
 class Block(nn.Module):
   """Pre-norm Transformer block, called as `(x, state), _ = block((x, state), rate, mask)`.
 
-  x <- x + DropPath(Dropout(FeatScale?(Attn(Norm(x)))))
-  x <- x + DropPath(MLP(Norm(x)))
+  x <- x + DropPath(Dropout(FeatScale?(Attn(Norm(x)))))   attention_residual="add"
+  x <- x + DropPath(MLP(Norm(x)))                  use_mlp=True
+
+  The two options below default to the standard block (same parameters, same
+  numbers); they serve paper 004 (Hopfield attention, attention-only networks):
+
+  * attention_residual="replace": x <- Attn(Norm(x), skip=x). The attention's
+    own skip path (Hopfield's α·skip) takes the block input x and replaces the
+    residual: α·x + (1 - α)·Attn(Norm(x)). Needs a variant with `mixes_skip`
+    (e.g. "hopfield").
+  * attention_residual="none": x <- Attn(Norm(x)), no residual around attention
+    (a variant's own skip, if any, still mixes its input Norm(x)).
+    In both, the attention output is the stream itself, not a residual branch,
+    so the block's dropout and drop-path (which act on residual branches) are
+    not applied to it; attention-probability dropout and the MLP branch's
+    dropout and drop-path still are.
+  * use_mlp=False: no MLP sub-block (and no norm2). With attention_residual=
+    "none" this is the attention-only network of Dong et al. / paper 004 Thm 5.2.
 
   Attributes:
     num_heads: attention heads.
@@ -56,6 +86,8 @@ class Block(nn.Module):
     feat_scale: re-weight the DC and high-frequency parts of the attention
       output per channel (paper 000, FeatScale, eqs. 10-12; submodule
       "feat_scale"). Off = no parameters, exactly the plain block.
+    attention_residual: one of ATTENTION_RESIDUALS (see above).
+    use_mlp: whether the block has its MLP sub-block.
   """
   num_heads: int
   mlp_dim: int
@@ -69,6 +101,8 @@ class Block(nn.Module):
   grid_size: tuple[int, int] | None = None
   num_prefix_tokens: int = 0
   feat_scale: bool = False
+  attention_residual: str = "add"
+  use_mlp: bool = True
   dtype: Any = jnp.float32
   param_dtype: Any = jnp.float32
 
@@ -86,18 +120,27 @@ class Block(nn.Module):
         dtype=self.dtype, param_dtype=self.param_dtype, name="attention",
         **dict(self.attention_kwargs or {}))
 
-    y = norm(dtype=self.dtype, param_dtype=self.param_dtype, name="norm1")(x)
-    y, state = attention(y, state, mask)
-    if self.feat_scale:
-      y = FeatScale(dtype=self.dtype, param_dtype=self.param_dtype, name="feat_scale")(y)
-    y = nn.Dropout(self.dropout_rate)(y, deterministic=self.deterministic)
-    x = x + DropPath(name="drop_path1")(y, drop_path_rate, self.deterministic)
+    check_attention_residual(self.attention_residual, type(attention))
 
-    y = norm(dtype=self.dtype, param_dtype=self.param_dtype, name="norm2")(x)
-    y = MlpBlock(mlp_dim=self.mlp_dim, dropout_rate=self.dropout_rate,
-                 deterministic=self.deterministic, kernel_init=self.kernel_init,
-                 dtype=self.dtype, param_dtype=self.param_dtype, name="mlp")(y)
-    x = x + DropPath(name="drop_path2")(y, drop_path_rate, self.deterministic)
+    y = norm(dtype=self.dtype, param_dtype=self.param_dtype, name="norm1")(x)
+    if self.attention_residual == "replace":
+      y, state = attention(y, state, mask, skip=x)
+    else:
+      y, state = attention(y, state, mask)
+    if self.feat_scale:  # paper 000 eqs. 10-12, on the attention output
+      y = FeatScale(dtype=self.dtype, param_dtype=self.param_dtype, name="feat_scale")(y)
+    if self.attention_residual == "add":
+      y = nn.Dropout(self.dropout_rate)(y, deterministic=self.deterministic)
+      x = x + DropPath(name="drop_path1")(y, drop_path_rate, self.deterministic)
+    else:  # no residual branch to drop (see the class docstring)
+      x = y
+
+    if self.use_mlp:
+      y = norm(dtype=self.dtype, param_dtype=self.param_dtype, name="norm2")(x)
+      y = MlpBlock(mlp_dim=self.mlp_dim, dropout_rate=self.dropout_rate,
+                   deterministic=self.deterministic, kernel_init=self.kernel_init,
+                   dtype=self.dtype, param_dtype=self.param_dtype, name="mlp")(y)
+      x = x + DropPath(name="drop_path2")(y, drop_path_rate, self.deterministic)
 
     self.sow("intermediates", "block_output", x)
     return (x, _as_float32(state)), None

@@ -1,0 +1,93 @@
+"""Modern Hopfield Attention (Masumura & Taki, paper 004, eqs. 10 and 32).
+
+Per layer ℓ and head, with s_ℓ = Q_ℓ K_ℓᵀ / sqrt(d_k) the scaled scores:
+
+    h_ℓ = α'·h_{ℓ-1} + (1 - α')·s_ℓ,   h_0 = 0                      (eq. 10)
+        = (1 - α')·Σ_{m=1..ℓ} α'^{ℓ-m} s_m                           (eq. 32)
+    y   = α·skip + (1 - α)·Out(softmax(h_ℓ) V_ℓ)                     (eq. 10)
+
+Reading of eq. (32): the extracted recursive form "β/sqrt(d_k) QKᵀ + α'/sqrt(d_k)
+A^(ℓ-1)" scales the carried term by 1/sqrt(d_k) a second time, which contradicts
+the closed sum on its left; we implement the sum (the scale enters once, in s_m),
+which is also eq. (10) with the paper's §4.1 scaled dot product.
+
+The hidden state h is the attention-variant memory of the encoder contract
+(`attention.base`): the encoder's scan (or loop) carries it from block to block
+as one float32 (B, heads, T, T) map, with the gradient flowing through it.
+
+Masks: the softmax reads h only where `mask` is True, and the carried state is
+zeroed where `mask` is False, so the scores of masked pairs (e.g. future keys of
+a causal decoder) are neither read by this layer nor handed to the next one.
+
+`skip` is what α mixes in: the module input by default (inside a pre-norm block
+this is LN(x): the "inner" reading); `Block(attention_residual="replace")` hands
+the block input x instead (α·x + (1 - α)·Attn(LN(x)), eq. 10 on the residual
+stream). α = α' = 0 is standard dot-product attention bit for bit.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import flax.linen as nn
+import jax.numpy as jnp
+
+from vit_spectral.attention.base import Attention, apply_weights, scaled_dot_logits
+from vit_spectral.attention.registry import register_attention
+
+
+def _check_coefficient(value: float, field: str) -> None:
+  if not 0.0 <= value <= 1.0:
+    raise ValueError(f"model.attention.{field}={value} must be in [0, 1]")
+
+
+@register_attention("hopfield")
+class HopfieldAttention(Attention):
+  """Multi-head attention whose weights are the softmax of a carried score memory.
+
+  Attributes:
+    alpha: α of eq. (10), the weight of the skip path (0 = no skip).
+    alpha_hidden: α' of eq. (10), the decay of the hidden state h (0 = no memory:
+      the weights are those of standard attention).
+  """
+  alpha: float = 0.5
+  alpha_hidden: float = 0.5
+
+  # The block may hand a `skip` tensor for α to mix (attention_residual="replace").
+  mixes_skip: ClassVar[bool] = True
+
+  @classmethod
+  def initial_state(cls, batch_size: int, num_tokens: int, num_heads: int):
+    """h_0 = 0: float32 (B, heads, T, T)."""
+    return jnp.zeros((batch_size, num_heads, num_tokens, num_tokens), jnp.float32)
+
+  @nn.compact
+  def __call__(self, x, state=None, mask=None, skip=None):
+    """One Hopfield attention layer.
+
+    Args:
+      x: (B, T, D) module input (queries, keys and values are projections of it).
+      state: h_{ℓ-1}, float32 (B, H, T, T); None = h_0 = 0.
+      mask: optional bool, broadcastable to (B, H, T, T); True = may attend.
+      skip: (B, T, D) tensor mixed in with weight α; None = x.
+
+    Returns:
+      y (B, T, D) and the new state h_ℓ (float32 (B, H, T, T), zero where masked).
+    """
+    _check_coefficient(self.alpha, "alpha")
+    _check_coefficient(self.alpha_hidden, "alpha_hidden")
+    q, k, v = self.project_qkv(x)                                    # (B, T, H, Dh)
+    scores = scaled_dot_logits(q, k).astype(jnp.float32)             # s_ℓ (B, H, T, T)
+    hidden = (1.0 - self.alpha_hidden) * scores
+    if state is not None and self.alpha_hidden:
+      hidden = hidden + self.alpha_hidden * state                    # eq. (10)
+    if mask is not None:
+      # Masked pairs never reach the next layer (they are not read here either:
+      # `probabilities` masks the same entries).
+      hidden = jnp.where(mask, hidden, 0.0)
+    weights = self.probabilities(hidden, mask)                       # softmax(h_ℓ)
+    out = self.project_out(apply_weights(weights, v), x.shape[-1])
+    if self.alpha:
+      skip = x if skip is None else skip
+      out = self.alpha * skip.astype(out.dtype) + (1.0 - self.alpha) * out
+    return out, hidden
