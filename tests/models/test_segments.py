@@ -129,3 +129,21 @@ def test_train_fraction_slices_the_train_split():
   config.input.train_fraction = 0.1
   # TFDS rounds 10% of the 1437 training digits to 144.
   assert input_pipeline.dataset_meta(config.input).num_train_examples == 144
+
+
+def test_cifar100_eigen_configs_validate_and_build_the_paper_models():
+  from configs import cifar100_eigen
+  for name in cifar100_eigen.MODELS:
+    for depth in (12, 24):
+      config = cifar100_eigen.get_config(f"model={name},depth={depth},fraction=0.5")
+      config_checks.validate_config(config)
+      layers = layer_kwargs(depth, {"attention_kwargs": dict(config.model.attention)},
+                            config.model.layer_overrides)
+      modes = [l["attention_kwargs"]["value_output"] for l in layers]
+      if name.startswith("star"):
+        assert modes == [name.replace("star", "minus")] * (depth // 2) + ["standard"] * (depth // 2)
+      else:
+        assert modes == [name] * depth
+  assert cifar100_eigen.get_config("fraction=0.1").input.train_fraction == 0.1
+  with pytest.raises(ValueError, match="model='vit'"):
+    cifar100_eigen.get_config("model=vit")
