@@ -245,7 +245,8 @@ class ViT(nn.Module):
         kernel_init=self.kernel_init, grid_size=(rows, cols),
         num_prefix_tokens=num_prefix, **dict(self.block_options or {}))
     x = Encoder(depth=self.depth, block_kwargs=block_kwargs,
-                layer_overrides=self.layer_overrides, drop_path_rate=self.drop_path_rate, mode=self.encoder_mode,
+                layer_overrides=self.layer_overrides,
+                drop_path_rate=self.drop_path_rate, mode=self.encoder_mode,
                 remat=self.remat, deterministic=not train, dtype=self.dtype,
                 param_dtype=self.param_dtype, name="encoder")(x, mask)
 
