@@ -77,11 +77,12 @@ def test_module_output_equals_direct_computation(mode):
   attn = get_attention("dot_product")(num_heads=HEADS, value_output=mode)
   x = jax.random.normal(jax.random.key(0), (2, 5, WIDTH))
   params = attn.init(jax.random.key(1), x)["params"]
-  params = jax.tree_util.tree_map(jnp.zeros_like, {k: params[k] for k in ("query", "key")}) | {
-      k: params[k] for k in params if k not in ("query", "key")}
+  params = {k: jax.tree_util.tree_map(jnp.zeros_like, v) if k in ("query", "key") else v
+            for k, v in params.items()}
   y, _ = attn.apply({"params": params}, x)
 
-  lam = (-1.0 if mode.startswith("minus") else 1.0) * np.square(np.asarray(params[vo.PSI], np.float64))
+  sign = -1.0 if mode.startswith("minus") else 1.0
+  lam = sign * np.square(np.asarray(params[vo.PSI], np.float64))
   if mode == "minus":
     q, _ = np.linalg.qr(np.asarray(params[vo.THETA], np.float64))
     m = q @ np.diag(lam) @ q.T

@@ -63,8 +63,10 @@ def test_star_model_scan_equals_loop_and_layouts_round_trip():
   assert "h_theta" in looped["encoder"]["encoderblock_1"]["attention"]
   assert "value" in looped["encoder"]["encoderblock_2"]["attention"]
 
-  _, s_scan = jax.jit(lambda p: scan.apply({"params": p}, IMAGES, mutable=["intermediates"]))(params)
-  _, s_loop = jax.jit(lambda p: loop.apply({"params": p}, IMAGES, mutable=["intermediates"]))(looped)
+  def run(model, p):
+    return jax.jit(lambda p: model.apply({"params": p}, IMAGES, mutable=["intermediates"]))(p)[1]
+
+  s_scan, s_loop = run(scan, params), run(loop, looped)
   l_scan, l_loop = per_layer(s_scan["intermediates"]), per_layer(s_loop["intermediates"])
   assert len(l_scan) == len(l_loop) == 4
   for a, b in zip(l_scan, l_loop):
