@@ -46,15 +46,21 @@ def input_config(dataset: str, *, image_size: int, batch_size: int,
                  pad_crop_padding: int = 4, flip: bool = True,
                  eval_resize: str = "none", crop_fraction: float = 0.875,
                  mean=(0.5,), std=(0.5,), shuffle_buffer: int = 10_000,
-                 data_dir: str | None = None) -> ml_collections.ConfigDict:
-  """The `config.input` block read by `vit_spectral.data`."""
+                 data_dir: str | None = None,
+                 train_fraction: float = 1.0) -> ml_collections.ConfigDict:
+  """The `config.input` block read by `vit_spectral.data`.
+
+  `train_fraction` trains on the first fraction of `train_split` (a TFDS
+  percent slice, `data.input_pipeline.train_split`).
+  """
   return ml_collections.ConfigDict(dict(
       dataset=dataset, data_dir=data_dir, download=False,
       train_split=train_split, eval_split=eval_split, image_size=image_size,
       batch_size=batch_size, eval_batch_size=eval_batch_size or batch_size,
       shuffle_buffer=shuffle_buffer, train_augment=train_augment,
       pad_crop_padding=pad_crop_padding, flip=flip, eval_resize=eval_resize,
-      crop_fraction=crop_fraction, mean=tuple(mean), std=tuple(std)))
+      crop_fraction=crop_fraction, mean=tuple(mean), std=tuple(std),
+      train_fraction=train_fraction))
 
 
 def model_config(variant: str | None = None, **fields) -> ml_collections.ConfigDict:
@@ -63,7 +69,8 @@ def model_config(variant: str | None = None, **fields) -> ml_collections.ConfigD
       variant=variant, hidden_size=None, depth=None, num_heads=None, mlp_dim=None,
       patch_size=None, stem="patch", pooling="cls", posemb="learned", dropout_rate=0.0,
       attention_dropout_rate=0.0, drop_path_rate=0.0,
-      attention=dict(name="dot_product"), block=dict(), norm="layer_norm",
+      attention=dict(name="dot_product"), block=dict(), layer_overrides=(),
+      norm="layer_norm",
       encoder_mode="scan",
       remat=False, kernel_init="xavier_uniform", dtype="float32",
       param_dtype="float32")

@@ -12,10 +12,12 @@ import dataclasses
 import jax
 
 from vit_spectral.attention import get_attention
+from vit_spectral.attention.value_output import STANDARD, check_value_output
 from vit_spectral.layers.initializers import get_initializer
 from vit_spectral.layers.norms import get_norm
 from vit_spectral.models.build import model_kwargs
 from vit_spectral.models.posemb import POSEMB_CHOICES
+from vit_spectral.models.segments import check_overrides
 from vit_spectral.models.vit import ENCODER_MODES, POOLINGS, STEMS, Block, check_attention_residual
 from vit_spectral.optim import OPTIMIZERS
 
@@ -44,6 +46,30 @@ def _known_fields(module_cls, options, field: str) -> None:
            f"{module_cls.__name__} accepts {sorted(valid)}")
 
 
+def _attention_options(name: str, options, fields, field: str) -> None:
+  """Known fields of the variant, and a valid value_output for the model's shape."""
+  _known_fields(get_attention(name), options, field)
+  mode = options.get("value_output", STANDARD)
+  check_value_output(mode, options.get("value_output_clip", False),
+                     options.get("value_output_eps", 1e-3))
+  head_dim = options.get("head_dim") or fields["hidden_size"] // fields["num_heads"]
+  _require(mode == STANDARD or head_dim * fields["num_heads"] == fields["hidden_size"],
+           f"{field}.value_output={mode!r} needs num_heads*head_dim == "
+           f"model.hidden_size={fields['hidden_size']}")
+
+
+def _layer_overrides(fields) -> None:
+  overrides = fields.get("layer_overrides") or ()
+  check_overrides(overrides, fields["depth"])
+  for n, override in enumerate(overrides):
+    attention = dict(override.get("attention") or {})
+    name = attention.pop("name", fields["attention"])
+    if name == fields["attention"]:
+      attention = dict(fields["attention_kwargs"], **attention)
+    _attention_options(name, attention, fields, f"model.layer_overrides[{n}].attention")
+    _known_fields(Block, override.get("block") or {}, f"model.layer_overrides[{n}].block")
+
+
 def validate_model(model_config, image_size: int) -> None:
   """Checks `config.model` against an input of `image_size`² pixels."""
   fields = model_kwargs(model_config)
@@ -57,11 +83,12 @@ def validate_model(model_config, image_size: int) -> None:
     _require(fields["hidden_size"] % fields["num_heads"] == 0,
              f"model.num_heads={fields['num_heads']} does not divide "
              f"model.hidden_size={fields['hidden_size']}")
-  attention_cls = get_attention(fields["attention"])
-  _known_fields(attention_cls, fields["attention_kwargs"], "model.attention")
-  block_options = fields.get("block_options") or {}
-  _known_fields(Block, block_options, "model.block")
-  check_attention_residual(block_options.get("attention_residual", "add"), attention_cls)
+  _attention_options(fields["attention"], fields["attention_kwargs"], fields,
+                     "model.attention")
+  _layer_overrides(fields)
+  _known_fields(Block, fields.get("block_options") or {}, "model.block")
+  check_attention_residual((fields.get("block_options") or {}).get("attention_residual", "add"),
+                           get_attention(fields["attention"]))
   get_norm(fields.get("norm", "layer_norm"))
   get_initializer(fields.get("kernel_init", "xavier_uniform"))
   _choice(fields.get("stem", "patch"), STEMS, "model.stem")

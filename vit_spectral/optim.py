@@ -22,6 +22,8 @@ from typing import Any, Callable, Sequence
 import jax
 import optax
 
+from vit_spectral.models.segments import is_scanned_path
+
 OPTIMIZERS = ("adamw", "sgd")
 
 
@@ -39,14 +41,15 @@ def param_path(path) -> str:
 def weight_decay_mask(params, no_decay_patterns: Sequence[str] = ()) -> Any:
   """True for leaves that are decayed: ndim >= 2 and no pattern matches the path.
 
-  Scanned encoders stack parameters along a leading depth axis, so "1-D" means
-  one dimension besides that axis: the rule looks at the shape of one layer.
+  Scanned encoders stack parameters along a leading depth axis (one stack, or
+  one per segment), so "1-D" means one dimension besides that axis: the rule
+  looks at the shape of one layer.
   """
   patterns = [re.compile(p) for p in no_decay_patterns]
 
   def decide(path, leaf):
     name = param_path(path)
-    ndim = leaf.ndim - (1 if "/encoderblock/" in f"/{name}/" else 0)
+    ndim = leaf.ndim - (1 if is_scanned_path(name) else 0)
     return ndim >= 2 and not any(p.search(name) for p in patterns)
 
   return jax.tree_util.tree_map_with_path(decide, params)

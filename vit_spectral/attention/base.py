@@ -15,6 +15,10 @@ Contract (what `models.vit.Block` relies on):
 
 Every variant sows its final attention probabilities, (B, heads, T, T), as
 `intermediates/attention_weights`, so diagnostics need no second model.
+
+The value and output projections (`project_qkv`'s value, `project_out`) can be
+eigen-reparameterized for every variant alike with the shared field
+`value_output` (paper 003, §4; see `attention.value_output`).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from vit_spectral.attention import value_output as vo
 from vit_spectral.layers.initializers import get_initializer
 
 # Added to masked logits instead of -inf so fully masked rows stay finite.
@@ -51,6 +56,12 @@ class Attention(nn.Module):
     mixes_skip: class constant; True = the variant has its own skip path and its
       `__call__` accepts `skip=` (B, T, D), the tensor that path mixes in
       (`models.vit.Block(attention_residual="replace")` needs it).
+    value_output: "standard" (free `value` and `out` Dense layers) or an
+      eigen-reparameterization of W_V W_proj (paper 003, §4): "minus"
+      (V Λ Vᵀ, Λ = −ψ², V = Q of QR(Θ)), "plus" (Λ = +ψ²), "minus_ns" /
+      "plus_ns" (V Λ V⁻¹, V free). Needs num_heads·head_dim = width.
+    value_output_clip: clip Λ to [−1, −ε] ("minus*") or [ε, 1] ("plus*").
+    value_output_eps: the ε of that clip.
   """
   mixes_skip: ClassVar[bool] = False
 
@@ -65,6 +76,9 @@ class Attention(nn.Module):
   num_prefix_tokens: int = 0
   dtype: Any = jnp.float32
   param_dtype: Any = jnp.float32
+  value_output: str = vo.STANDARD
+  value_output_clip: bool = False
+  value_output_eps: float = 1e-3
 
   @classmethod
   def initial_state(cls, batch_size: int, num_tokens: int, num_heads: int):
@@ -94,16 +108,65 @@ class Attention(nn.Module):
         dtype=self.dtype, param_dtype=self.param_dtype, name=name)(x)
 
   def project_qkv(self, x):
-    """x: (B, T, D) -> q, k, v each (B, T, H, Dh) (submodules query/key/value)."""
-    return tuple(self.dense_heads(x, n, self.qkv_bias)
-                 for n in ("query", "key", "value"))
+    """x: (B, T, D) -> q, k, v each (B, T, H, Dh) (submodules query/key/value).
+
+    With an eigen `value_output`, v = x W_V + b with W_V = V_H (paper 003, §5).
+    """
+    q, k = (self.dense_heads(x, n, self.qkv_bias) for n in ("query", "key"))
+    if self.value_output == vo.STANDARD:
+      return q, k, self.dense_heads(x, "value", self.qkv_bias)
+    w_v, _ = self._eigen_kernels(x.shape[-1])
+    v = jnp.einsum("btd,dhk->bthk", x, w_v.astype(self.dtype))
+    if self.qkv_bias:
+      v = v + self._shared_param("value_bias", nn.initializers.zeros,
+                                 w_v.shape[1:]).astype(self.dtype)
+    return q, k, v
 
   def project_out(self, y, width: int):
-    """y: (B, T, H, Dh) -> (B, T, width), the output projection "out"."""
-    return nn.DenseGeneral(
-        features=width, axis=(-2, -1),
-        kernel_init=get_initializer(self.kernel_init),
-        dtype=self.dtype, param_dtype=self.param_dtype, name="out")(y)
+    """y: (B, T, H, Dh) -> (B, T, width), the output projection "out".
+
+    With an eigen `value_output`, W_proj = Λ_H V_H^{T or −1} (paper 003, §5).
+    """
+    if self.value_output == vo.STANDARD:
+      return nn.DenseGeneral(
+          features=width, axis=(-2, -1),
+          kernel_init=get_initializer(self.kernel_init),
+          dtype=self.dtype, param_dtype=self.param_dtype, name="out")(y)
+    _, w_proj = self._eigen_kernels(width)
+    out = jnp.einsum("bthk,hkd->btd", y, w_proj.astype(self.dtype))
+    return out + self._shared_param("out_bias", nn.initializers.zeros,
+                                    (width,)).astype(self.dtype)
+
+  def _shared_param(self, name: str, init, shape):
+    """A parameter that project_qkv and project_out both read.
+
+    Whichever of the two runs first declares it; the other reads the stored
+    value, so one V_H (and one ψ) serves W_V and W_proj.
+    """
+    if self.has_variable("params", name):
+      return self.get_variable("params", name)
+    return self.param(name, init, shape, self.param_dtype)
+
+  def _eigen_kernels(self, width: int):
+    """(W_V (D, H, Dh), W_proj (H, Dh, D)) of the eigen `value_output`, float32."""
+    vo.check_value_output(self.value_output, self.value_output_clip,
+                          self.value_output_eps)
+    if self.num_heads * self.resolved_head_dim(width) != width:
+      raise ValueError(
+          f"model.attention.value_output={self.value_output!r} needs "
+          f"num_heads*head_dim == hidden_size, got {self.num_heads}*"
+          f"{self.resolved_head_dim(width)} != {width}")
+    if vo.is_symmetric(self.value_output):
+      # Θ takes the kernel initializer; its Q factor is orthogonal whatever Θ's scale.
+      basis = {vo.THETA: self._shared_param(
+          vo.THETA, get_initializer(self.kernel_init), (width, width))}
+    else:
+      # V_H starts orthogonal, so V_H⁻¹ = V_Hᵀ is well conditioned at init.
+      basis = {vo.VECTORS: self._shared_param(
+          vo.VECTORS, nn.initializers.orthogonal(), (width, width))}
+    params = dict(basis, **{vo.PSI: self._shared_param(vo.PSI, vo.psi_init, (width,))})
+    return vo.value_output_kernels(params, self.value_output, self.num_heads,
+                                   self.value_output_clip, self.value_output_eps)
 
   def probabilities(self, logits, mask=None):
     """Masked softmax over keys, computed in float32, sown and dropped out.

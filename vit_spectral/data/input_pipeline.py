@@ -33,7 +33,7 @@ CONFIG_FIELDS = (
     "dataset", "data_dir", "download", "train_split", "eval_split",
     "image_size", "batch_size", "eval_batch_size", "shuffle_buffer",
     "train_augment", "pad_crop_padding", "flip", "eval_resize",
-    "crop_fraction", "mean", "std",
+    "crop_fraction", "mean", "std", "train_fraction",
 )
 
 # Independent random streams derived from the user's seed, so that changing
@@ -57,7 +57,8 @@ class DatasetMeta:
     name: the TFDS name, as in `cfg.dataset`.
     num_classes: number of label classes.
     image_shape: (H, W, C) after preprocessing: (image_size, image_size, C).
-    num_train_examples: examples in `cfg.train_split`, all processes together.
+    num_train_examples: examples in `cfg.train_split` (cut to
+      `cfg.train_fraction`), all processes together.
     num_eval_examples: examples in `cfg.eval_split`, all processes together.
   """
 
@@ -247,6 +248,30 @@ def _check_native_size(
     )
 
 
+def train_split(cfg: Any) -> str:
+  """`cfg.train_split` cut to its first `cfg.train_fraction` (default 1.0).
+
+  A TFDS percent slice: train_fraction=0.1 with train_split="train" reads
+  "train[:10%]" (the same first 10% on every run, for data-efficiency tables).
+  The fraction must be a whole percent in (0, 1].
+  """
+  fraction = float(getattr(cfg, "train_fraction", 1.0))
+  percent = round(fraction * 100)
+  if not 0 < fraction <= 1 or abs(percent - fraction * 100) > 1e-9:
+    raise ValueError(
+        f"config.input.train_fraction={fraction} must be a whole percent in "
+        "(0, 1], e.g. 0.1, 0.5 or 1.0."
+    )
+  if percent == 100:
+    return cfg.train_split
+  if "[" in cfg.train_split:
+    raise ValueError(
+        f"config.input.train_fraction={fraction} cannot cut the already sliced "
+        f"config.input.train_split={cfg.train_split!r}; slice it there instead."
+    )
+  return f"{cfg.train_split}[:{percent}%]"
+
+
 # ---------------------------------------------------------------------------
 # Reading.
 # ---------------------------------------------------------------------------
@@ -304,7 +329,7 @@ def dataset_meta(cfg: Any) -> DatasetMeta:
       num_classes=builder.info.features["label"].num_classes,
       image_shape=(cfg.image_size, cfg.image_size, channels),
       num_train_examples=_num_examples(
-          _read_records(builder, cfg.train_split), "config.input.train_split"
+          _read_records(builder, train_split(cfg)), "config.input.train_split"
       ),
       num_eval_examples=_num_examples(
           _read_records(builder, cfg.eval_split), "config.input.eval_split"
@@ -384,7 +409,7 @@ def create_train_dataset(
     _check_native_size(builder, cfg.image_size, "train_augment", augment)
 
   split = tfds.split_for_jax_process(
-      cfg.train_split, process_index=process_index, process_count=process_count
+      train_split(cfg), process_index=process_index, process_count=process_count
   )
   records = _read_records(builder, split)
   num_local = _num_examples(

@@ -5,6 +5,8 @@ and patch_size; any of those set explicitly in the config overrides the variant.
 `config.model.attention` is a dict: `name` picks the registered variant, every
 other key is handed to that attention class. `config.model.block` is a dict of
 extra `Block` fields (block options added by the papers).
+`config.model.layer_overrides` (optional) is a sequence of per-layer-range
+changes of those settings (`models.segments`).
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ def model_kwargs(model_config: Mapping[str, Any]) -> dict[str, Any]:
   block = dict(_plain(cfg.get("block") or {}))
   if block:
     fields["block_options"] = block
+  if cfg.get("layer_overrides"):
+    fields["layer_overrides"] = tuple(_plain(o) for o in cfg["layer_overrides"])
   fields["dtype"] = parse_dtype(cfg.get("dtype", "float32"), "model.dtype")
   fields["param_dtype"] = parse_dtype(cfg.get("param_dtype", "float32"), "model.param_dtype")
   return fields

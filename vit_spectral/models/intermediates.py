@@ -3,7 +3,8 @@
 Run a model with `mutable=["intermediates"]`; then
 `per_layer(variables["intermediates"])` returns one dict per block, e.g.
 `{"attention/attention_weights": (B, H, T, T), "block_output": (B, T, D)}`, in
-layer order, for scanned and looped encoders alike.
+layer order, for scanned and looped encoders alike (several scanned segments,
+`models.segments`, are concatenated in layer order).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any, Mapping
 
 import jax
 
-from vit_spectral.models.vit import BLOCK_NAME
+from vit_spectral.models.segments import BLOCK_NAME, scanned_stacks
 
 
 def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -45,11 +46,15 @@ def per_layer(intermediates: Mapping[str, Any]) -> list[dict[str, jax.Array]]:
     raise KeyError("no 'encoder' in the intermediates: run the model with "
                    "mutable=['intermediates']")
   layers: dict[int, dict[str, Any]] = {}
+  offset = 0
+  for name in scanned_stacks(encoder):  # every leaf has a leading depth axis
+    length = 0
+    for path, value in _flatten(encoder[name]).items():
+      length = value.shape[0]
+      for i in range(length):
+        layers.setdefault(offset + i, {})[path] = value[i]
+    offset += length
   for name, sub in encoder.items():
-    if name == BLOCK_NAME:  # scanned: every leaf has a leading depth axis
-      for path, value in _flatten(sub).items():
-        for i in range(value.shape[0]):
-          layers.setdefault(i, {})[path] = value[i]
-    elif (m := re.fullmatch(rf"{BLOCK_NAME}_(\d+)", name)):
+    if (m := re.fullmatch(rf"{BLOCK_NAME}_(\d+)", name)):
       layers.setdefault(int(m.group(1)), {}).update(_flatten(sub))
   return [layers[i] for i in sorted(layers)]

@@ -9,7 +9,7 @@ where `state` is the attention variant's memory (None for stateless variants).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import flax.linen as nn
 import jax
@@ -23,14 +23,13 @@ from vit_spectral.layers.mlp import MlpBlock
 from vit_spectral.layers.space_to_depth import space_to_depth
 from vit_spectral.layers.norms import get_norm
 from vit_spectral.models.posemb import POSEMB_CHOICES, sincos_2d
+from vit_spectral.models.segments import BLOCK_NAME, scan_name, segments
 
 ENCODER_MODES = ("scan", "loop")
 # How the attention branch meets the residual stream (Block.attention_residual).
 ATTENTION_RESIDUALS = ("add", "replace", "none")
 POOLINGS = ("cls", "mean")
 STEMS = ("patch", "space_to_depth")
-# Name of the block module in each mode; the loop appends "_{layer}".
-BLOCK_NAME = "encoderblock"
 
 
 def _as_float32(tree):
@@ -152,15 +151,20 @@ class Encoder(nn.Module):
   Attributes:
     depth: number of blocks.
     block_kwargs: fields of every `Block` (num_heads, mlp_dim, attention, ...).
+    layer_overrides: per-layer-range changes of those fields (see
+      `models.segments`); consecutive layers with identical fields form a
+      segment, scanned as one stack.
     drop_path_rate: largest drop-path rate (linear schedule over depth).
     mode: "scan" (parameters stacked along a leading depth axis under
-      "encoderblock") or "loop" (one subtree per block, "encoderblock_{i}").
+      "encoderblock", or "encoderblock_segment{k}" per segment when layers
+      differ) or "loop" (one subtree per block, "encoderblock_{i}").
       `models.layouts` converts between the two.
     remat: rematerialise each block in the backward pass.
     deterministic: disables dropout.
   """
   depth: int
   block_kwargs: Mapping[str, Any]
+  layer_overrides: Sequence[Mapping[str, Any]] | None = None
   drop_path_rate: float = 0.0
   mode: str = "scan"
   remat: bool = False
@@ -171,34 +175,46 @@ class Encoder(nn.Module):
   @nn.compact
   def __call__(self, x, mask=None):
     """x: (B, T, D) -> (B, T, D)."""
-    kwargs = dict(self.block_kwargs, deterministic=self.deterministic,
-                  dtype=self.dtype, param_dtype=self.param_dtype)
-    attention_cls = get_attention(kwargs.get("attention", "dot_product"))
-    state = attention_cls.initial_state(x.shape[0], x.shape[1], kwargs["num_heads"])
-    carry = (x, _as_float32(state))
+    if self.mode not in ENCODER_MODES:
+      raise ValueError(f"model.encoder_mode={self.mode!r}; choose one of {list(ENCODER_MODES)}")
+    segs = segments(self.depth, self.block_kwargs, self.layer_overrides)
+    carry = (x, _as_float32(self._initial_state(segs, x.shape[0], x.shape[1])))
     rates = linear_drop_path_rates(self.drop_path_rate, self.depth)
     # prevent_cse=False is safe (and faster) under scan, which already stops CSE.
     block_cls = nn.remat(Block, prevent_cse=self.mode != "scan") if self.remat else Block
 
-    if self.mode == "scan":
-      stack = nn.scan(
-          block_cls,
-          # "head_mask": per-layer head keep flags of pruned models (optional).
-          variable_axes={"params": 0, "intermediates": 0, "head_mask": 0},
-          split_rngs={"params": True, "dropout": True},
-          in_axes=(0, nn.broadcast),  # (drop_path_rate per layer, mask)
-          length=self.depth)
-      carry, _ = stack(name=BLOCK_NAME, **kwargs)(
-          carry, jnp.asarray(rates, jnp.float32), mask)
-    elif self.mode == "loop":
-      for i in range(self.depth):
-        carry, _ = block_cls(name=f"{BLOCK_NAME}_{i}", **kwargs)(carry, rates[i], mask)
-    else:
-      raise ValueError(f"model.encoder_mode={self.mode!r}; choose one of {list(ENCODER_MODES)}")
+    for k, seg in enumerate(segs):
+      kwargs = dict(seg.block_kwargs, deterministic=self.deterministic,
+                    dtype=self.dtype, param_dtype=self.param_dtype)
+      if self.mode == "scan":
+        stack = nn.scan(
+            block_cls,
+            # "head_mask": per-layer head keep flags of pruned models (optional).
+            variable_axes={"params": 0, "intermediates": 0, "head_mask": 0},
+            split_rngs={"params": True, "dropout": True},
+            in_axes=(0, nn.broadcast),  # (drop_path_rate per layer, mask)
+            length=seg.length)
+        carry, _ = stack(name=scan_name(k, len(segs)), **kwargs)(
+            carry, jnp.asarray(rates[seg.start:seg.stop], jnp.float32), mask)
+      else:
+        for i in range(seg.start, seg.stop):
+          carry, _ = block_cls(name=f"{BLOCK_NAME}_{i}", **kwargs)(carry, rates[i], mask)
 
     x, _ = carry
-    return get_norm(kwargs.get("norm", "layer_norm"))(
+    return get_norm(self.block_kwargs.get("norm", "layer_norm"))(
         dtype=self.dtype, param_dtype=self.param_dtype, name="encoder_norm")(x)
+
+  @staticmethod
+  def _initial_state(segs, batch: int, tokens: int):
+    """The first block's state; every segment's variant must carry the same kind."""
+    states = [get_attention(s.block_kwargs.get("attention", "dot_product")).initial_state(
+        batch, tokens, s.block_kwargs["num_heads"]) for s in segs]
+    shapes = [jax.tree_util.tree_map(jnp.shape, st) for st in states]
+    if any(sh != shapes[0] for sh in shapes[1:]):
+      names = [s.block_kwargs.get("attention", "dot_product") for s in segs]
+      raise ValueError(f"model.layer_overrides mixes attention variants {names} whose "
+                       "carried states differ; the encoder carries one state through all layers")
+    return states[0]
 
 
 class ViT(nn.Module):
@@ -221,6 +237,9 @@ class ViT(nn.Module):
     norm: registered norm name.
     block_options: extra `Block` fields (options that later papers add to the
       block, e.g. FeatScale), passed to every block unchanged.
+    layer_overrides: per-layer-range changes of the block settings (e.g.
+      paper 003's "*": the first half with value_output="minus"); see
+      `models.segments`. None = every layer alike.
     encoder_mode: "scan" or "loop"; remat: rematerialise blocks.
     kernel_init: initializer name for Dense kernels.
     dtype: compute dtype; param_dtype: parameter dtype.
@@ -241,6 +260,7 @@ class ViT(nn.Module):
   attention_kwargs: Mapping[str, Any] | None = None
   norm: str = "layer_norm"
   block_options: Mapping[str, Any] | None = None
+  layer_overrides: Sequence[Mapping[str, Any]] | None = None
   encoder_mode: str = "scan"
   remat: bool = False
   kernel_init: str = "xavier_uniform"
@@ -294,6 +314,7 @@ class ViT(nn.Module):
         kernel_init=self.kernel_init, grid_size=(rows, cols),
         num_prefix_tokens=num_prefix, **dict(self.block_options or {}))
     x = Encoder(depth=self.depth, block_kwargs=block_kwargs,
+                layer_overrides=self.layer_overrides,
                 drop_path_rate=self.drop_path_rate, mode=self.encoder_mode,
                 remat=self.remat, deterministic=not train, dtype=self.dtype,
                 param_dtype=self.param_dtype, name="encoder")(x, mask)

@@ -1,0 +1,142 @@
+"""Eigen-reparameterized W_V W_proj (paper 003 §4): spectra, gradients, the module."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from vit_spectral.analysis.eigen import h_matrix
+from vit_spectral.attention import get_attention, registered_attentions
+from vit_spectral.attention import value_output as vo
+from vit_spectral.models import ViT
+
+WIDTH, HEADS = 8, 2
+
+
+def eigen_params(seed: int, psi, symmetric: bool):
+  rng = np.random.default_rng(seed)
+  basis = rng.normal(size=(WIDTH, WIDTH))
+  key = vo.THETA if symmetric else vo.VECTORS
+  return {key: jnp.asarray(basis, jnp.float32), vo.PSI: jnp.asarray(psi, jnp.float32)}
+
+
+def spectrum(params, mode, **kw):
+  w_v, w_proj = vo.value_output_kernels(params, mode, HEADS, **kw)
+  return np.linalg.eigvals(h_matrix(w_v, w_proj))
+
+
+psis = st.lists(st.floats(0.05, 1.0), min_size=WIDTH, max_size=WIDTH)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), psi=psis)
+def test_symmetric_minus_and_plus_spectra_are_real_in_the_paper_ranges(seed, psi):
+  params = eigen_params(seed, psi, symmetric=True)
+  minus, plus = spectrum(params, "minus"), spectrum(params, "plus")
+  for lam in (minus, plus):
+    np.testing.assert_allclose(lam.imag, 0.0, atol=1e-5)
+  assert np.all(minus.real >= -1 - 1e-5) and np.all(minus.real < 0)
+  assert np.all(plus.real > 0) and np.all(plus.real <= 1 + 1e-5)
+  np.testing.assert_allclose(np.sort(minus.real), np.sort(-np.square(psi)), atol=1e-5)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), psi=psis)
+def test_non_symmetric_h_has_eigenvalues_minus_psi_squared(seed, psi):
+  params = eigen_params(seed, psi, symmetric=False)
+  v = np.asarray(params[vo.VECTORS], np.float64)
+  if np.linalg.cond(v) > 1e3:  # nearly singular V: eigenvalues too ill-conditioned to compare
+    return
+  lam = spectrum(params, "minus_ns")
+  np.testing.assert_allclose(np.sort(lam.real), np.sort(-np.square(psi)), atol=1e-3)
+  np.testing.assert_allclose(lam.imag, 0.0, atol=1e-3)
+
+
+def test_non_symmetric_h_is_not_symmetric_but_the_qr_one_is():
+  psi = np.linspace(0.2, 1.0, WIDTH)
+  for mode, symmetric in (("minus_ns", False), ("minus", True)):
+    w_v, w_proj = vo.value_output_kernels(eigen_params(0, psi, symmetric), mode, HEADS)
+    h = h_matrix(w_v, w_proj)
+    assert (np.abs(h - h.T).max() > 1e-2) != symmetric
+
+
+def test_clip_keeps_eigenvalues_in_minus_one_minus_eps():
+  psi = np.array([0.0, 1e-3, 0.5, 1.0, 1.5, 3.0, -2.0, 0.01])
+  lam = np.asarray(vo.eigenvalues(jnp.asarray(psi), "minus", clip=True, eps=0.01))
+  np.testing.assert_allclose(lam, np.clip(-psi**2, -1.0, -0.01), rtol=1e-6)
+  lam = np.asarray(vo.eigenvalues(jnp.asarray(psi), "plus_ns", clip=True, eps=0.01))
+  np.testing.assert_allclose(lam, np.clip(psi**2, 0.01, 1.0), rtol=1e-6)
+  # Without the clip, ψ outside (0, 1] leaves the range: the clip is what bounds it.
+  assert np.asarray(vo.eigenvalues(jnp.asarray(psi), "minus")).min() < -1
+
+
+@pytest.mark.parametrize("mode", ["minus", "plus_ns"])
+def test_module_output_equals_direct_computation(mode):
+  """Zero query/key kernels make every head's map uniform, so y = 1·mean(X)·W_V W_proj."""
+  attn = get_attention("dot_product")(num_heads=HEADS, value_output=mode)
+  x = jax.random.normal(jax.random.key(0), (2, 5, WIDTH))
+  params = attn.init(jax.random.key(1), x)["params"]
+  params = {k: jax.tree_util.tree_map(jnp.zeros_like, v) if k in ("query", "key") else v
+            for k, v in params.items()}
+  y, _ = attn.apply({"params": params}, x)
+
+  sign = -1.0 if mode.startswith("minus") else 1.0
+  lam = sign * np.square(np.asarray(params[vo.PSI], np.float64))
+  if mode == "minus":
+    q, _ = np.linalg.qr(np.asarray(params[vo.THETA], np.float64))
+    m = q @ np.diag(lam) @ q.T
+  else:
+    v = np.asarray(params[vo.VECTORS], np.float64)
+    m = v @ np.diag(lam) @ np.linalg.inv(v)
+  expected = np.broadcast_to(np.asarray(x, np.float64).mean(1, keepdims=True) @ m, x.shape)
+  np.testing.assert_allclose(np.asarray(y), expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode,basis", [("minus", vo.THETA), ("plus_ns", vo.VECTORS)])
+def test_gradients_reach_the_eigenbasis_and_psi(mode, basis):
+  attn = get_attention("dot_product")(num_heads=HEADS, value_output=mode)
+  x = jax.random.normal(jax.random.key(0), (2, 5, WIDTH))
+  params = attn.init(jax.random.key(1), x)["params"]
+  target = jax.random.normal(jax.random.key(2), (2, 5, WIDTH))
+
+  def loss(p):
+    return jnp.sum((attn.apply({"params": p}, x)[0] - target) ** 2)
+
+  grads = jax.grad(loss)(params)
+  for name in (basis, vo.PSI):
+    g = grads[name]
+    assert np.all(np.isfinite(g)) and np.abs(g).max() > 1e-4, name
+    # Directional derivative against a central finite difference.
+    d = jax.random.normal(jax.random.key(3), g.shape)
+    eps = 1e-3
+    shifted = lambda s: loss(dict(params, **{name: params[name] + s * eps * d}))
+    fd = (shifted(1.0) - shifted(-1.0)) / (2 * eps)
+    np.testing.assert_allclose(float(jnp.vdot(g, d)), float(fd), rtol=2e-2, atol=1e-3)
+
+
+def test_standard_keeps_dense_parameter_names():
+  attn = get_attention("dot_product")(num_heads=HEADS)
+  params = attn.init(jax.random.key(1), jnp.zeros((1, 3, WIDTH)))["params"]
+  assert sorted(params) == ["key", "out", "query", "value"]
+  assert params["value"]["kernel"].shape == (WIDTH, HEADS, WIDTH // HEADS)
+
+
+@pytest.mark.parametrize("name", registered_attentions())
+def test_every_registered_variant_gets_the_reparameterization(name):
+  model = ViT(num_classes=3, patch_size=4, hidden_size=16, depth=1, num_heads=2, mlp_dim=16,
+              attention=name, attention_kwargs={"value_output": "minus"}, encoder_mode="loop")
+  params = model.init(jax.random.key(0), jnp.zeros((1, 8, 8, 1)))["params"]
+  attn = params["encoder"]["encoderblock_0"]["attention"]
+  assert {vo.THETA, vo.PSI, "out_bias"} <= set(attn) and not {"value", "out"} & set(attn)
+
+
+def test_bad_settings_raise_naming_the_field():
+  x = jnp.zeros((1, 3, WIDTH))
+  with pytest.raises(ValueError, match="value_output='nope'.*minus"):
+    get_attention("dot_product")(num_heads=HEADS, value_output="nope").init(jax.random.key(0), x)
+  with pytest.raises(ValueError, match="num_heads\\*head_dim"):
+    get_attention("dot_product")(num_heads=HEADS, head_dim=3, value_output="minus").init(
+        jax.random.key(0), x)
+  with pytest.raises(ValueError, match="value_output_eps"):
+    vo.eigenvalues(jnp.ones(3), "minus", clip=True, eps=0.0)
