@@ -113,14 +113,22 @@ class Attention(nn.Module):
     With an eigen `value_output`, v = x W_V + b with W_V = V_H (paper 003, §5).
     """
     q, k = (self.dense_heads(x, n, self.qkv_bias) for n in ("query", "key"))
+    return q, k, self.project_value(x)
+
+  def project_value(self, x):
+    """x: (B, T, D) -> v (B, T, H, Dh), submodule "value" or the eigen W_V.
+
+    Variants that compute scores without queries/keys (position-only ones)
+    call this directly, so every variant gets the `value_output` knob.
+    """
     if self.value_output == vo.STANDARD:
-      return q, k, self.dense_heads(x, "value", self.qkv_bias)
+      return self.dense_heads(x, "value", self.qkv_bias)
     w_v, _ = self._eigen_kernels(x.shape[-1])
     v = jnp.einsum("btd,dhk->bthk", x, w_v.astype(self.dtype))
     if self.qkv_bias:
       v = v + self._shared_param("value_bias", nn.initializers.zeros,
                                  w_v.shape[1:]).astype(self.dtype)
-    return q, k, v
+    return v
 
   def project_out(self, y, width: int):
     """y: (B, T, H, Dh) -> (B, T, width), the output projection "out".

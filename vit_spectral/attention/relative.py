@@ -121,11 +121,16 @@ class RelativePositionAttention(Attention):
     if keep is not None:
       weights = weights * keep.astype(weights.dtype)[None, :, None, None]
     if self.shared_value:
+      if self.value_output != "standard":
+        raise ValueError(
+            f"model.attention.shared_value=True cannot be combined with "
+            f"value_output={self.value_output!r}: the eigen-reparameterization "
+            "(paper 003) needs one value projection per head")
       v = nn.Dense(self.resolved_head_dim(width), use_bias=self.qkv_bias,
                    kernel_init=get_initializer(self.kernel_init), dtype=self.dtype,
                    param_dtype=self.param_dtype, name="shared_value")(x)  # (B, T, Dh)
       mixed = jnp.einsum("bhts,bsd->bthd", weights, v)
     else:
-      v = self.dense_heads(x, "value", self.qkv_bias)          # (B, T, H, Dh)
+      v = self.project_value(x)                                # (B, T, H, Dh)
       mixed = apply_weights(weights, v)
     return self.project_out(mixed, width)
