@@ -11,6 +11,8 @@ from typing import Any
 
 import ml_collections
 
+from vit_spectral.robustness import robustness_config
+
 
 def _convert(key: str, text: str, default: Any) -> Any:
   if isinstance(default, bool):
@@ -46,15 +48,28 @@ def input_config(dataset: str, *, image_size: int, batch_size: int,
                  pad_crop_padding: int = 4, flip: bool = True,
                  eval_resize: str = "none", crop_fraction: float = 0.875,
                  mean=(0.5,), std=(0.5,), shuffle_buffer: int = 10_000,
-                 data_dir: str | None = None) -> ml_collections.ConfigDict:
-  """The `config.input` block read by `vit_spectral.data`."""
+                 data_dir: str | None = None, randaugment_layers: int = 0,
+                 randaugment_magnitude: float = 9.0,
+                 randaugment_magnitude_std: float = 0.5,
+                 random_erasing: float = 0.0, repeated_augment: int = 1,
+                 train_fraction: float = 1.0) -> ml_collections.ConfigDict:
+  """The `config.input` block read by `vit_spectral.data`.
+
+  The last six fields are the DeiT-recipe options (off by default; see
+  `vit_spectral.data.input_pipeline.OPTIONAL_FIELDS`).
+  """
   return ml_collections.ConfigDict(dict(
       dataset=dataset, data_dir=data_dir, download=False,
       train_split=train_split, eval_split=eval_split, image_size=image_size,
       batch_size=batch_size, eval_batch_size=eval_batch_size or batch_size,
       shuffle_buffer=shuffle_buffer, train_augment=train_augment,
       pad_crop_padding=pad_crop_padding, flip=flip, eval_resize=eval_resize,
-      crop_fraction=crop_fraction, mean=tuple(mean), std=tuple(std)))
+      crop_fraction=crop_fraction, mean=tuple(mean), std=tuple(std),
+      randaugment_layers=randaugment_layers,
+      randaugment_magnitude=randaugment_magnitude,
+      randaugment_magnitude_std=randaugment_magnitude_std,
+      random_erasing=random_erasing, repeated_augment=repeated_augment,
+      train_fraction=train_fraction))
 
 
 def model_config(variant: str | None = None, **fields) -> ml_collections.ConfigDict:
@@ -76,11 +91,45 @@ def model_config(variant: str | None = None, **fields) -> ml_collections.ConfigD
 
 def optim_config(name: str = "adamw", **fields) -> ml_collections.ConfigDict:
   """The `config.optim` block read by `vit_spectral.optim`."""
-  base = dict(name=name, learning_rate=1e-3, warmup_steps=0, end_learning_rate=0.0,
+  base = dict(name=name, learning_rate=1e-3, base_batch_size=None,
+              warmup_steps=0, warmup_epochs=None, warmup_init_learning_rate=0.0,
+              end_learning_rate=0.0, cooldown_steps=0, cooldown_epochs=None,
               weight_decay=0.05, no_decay_patterns=(), b1=0.9, b2=0.999, eps=1e-8,
               momentum=0.9, nesterov=False, grad_clip_norm=None)
+  # A recipe in epochs sets warmup_epochs/cooldown_epochs; the step fields
+  # then step aside (vit_spectral.durations allows one of each pair).
+  for unit in ("warmup", "cooldown"):
+    if fields.get(f"{unit}_epochs") is not None and f"{unit}_steps" not in fields:
+      base[f"{unit}_steps"] = None
   base.update(fields)
   return ml_collections.ConfigDict(base)
+
+
+def mixup_config(mixup_alpha: float = 0.0, cutmix_alpha: float = 0.0,
+                 prob: float = 1.0, switch_prob: float = 0.5
+                 ) -> ml_collections.ConfigDict:
+  """The `config.mixup` block (`vit_spectral.mixing`); alphas 0 = off."""
+  return ml_collections.ConfigDict(dict(
+      mixup_alpha=mixup_alpha, cutmix_alpha=cutmix_alpha, prob=prob,
+      switch_prob=switch_prob))
+
+
+def deit_augmentation(config: ml_collections.ConfigDict, *,
+                      randaugment: bool = True) -> ml_collections.ConfigDict:
+  """Turns on DeiT's data recipe in `config` (in place; returns it).
+
+  RandAugment m9-mstd0.5 with 2 layers, random erasing 0.25, Mixup 0.8 /
+  CutMix 1.0 switched with probability 0.5, label smoothing 0.1 (DeiT
+  main.py defaults; paper 004 Table 10 lists the same).
+  """
+  if randaugment:
+    config.input.randaugment_layers = 2
+    config.input.randaugment_magnitude = 9.0
+    config.input.randaugment_magnitude_std = 0.5
+  config.input.random_erasing = 0.25
+  config.mixup = mixup_config(mixup_alpha=0.8, cutmix_alpha=1.0)
+  config.label_smoothing = 0.1
+  return config
 
 
 def base_config() -> ml_collections.ConfigDict:
@@ -94,7 +143,12 @@ def base_config() -> ml_collections.ConfigDict:
   config.checkpoint_every = 1000
   config.keep_checkpoints = 3
   config.async_checkpointing = True
+  config.eval_every_epochs = None  # instead of eval_every (vit_spectral.durations)
+  config.checkpoint_every_epochs = None  # instead of checkpoint_every
   config.label_smoothing = 0.0
+  config.ema_decay = 0.0  # 0 = no EMA (DeiT: 0.99996)
+  config.mixup = mixup_config()  # off
+  config.robustness = robustness_config()  # off
   config.mesh = ml_collections.ConfigDict(dict(data=-1, model=1))
   config.sharding_rules = None  # None = sharding.TENSOR_PARALLEL_RULES
   return config
