@@ -143,10 +143,12 @@ def rotate(image, level, negate, fill):
   width = tf.cast(tf.shape(image)[1], tf.float32)
   cx, cy = (width - 1.0) / 2.0, (height - 1.0) / 2.0
   cos, sin = tf.cos(theta), tf.sin(theta)
-  # Output pixel p samples input R(theta)(p - c) + c: a counter-clockwise
-  # rotation of the picture by theta (PIL's rotate), up to the random sign.
-  matrix = tf.stack([cos, sin, cx - cos * cx - sin * cy,
-                     -sin, cos, cy + sin * cx - cos * cy])
+  # Output pixel p samples input x_in = cos·(x - cx)
+  # - sin·(y - cy) + cx, y_in = sin·(x - cx) + cos·(y - cy) + cy: PIL's
+  # `rotate(degrees)` (counter-clockwise on screen), centre at the image
+  # centre ((W - 1) / 2 in index coordinates = W / 2 in PIL's).
+  matrix = tf.stack([cos, -sin, cx - cos * cx + sin * cy,
+                     sin, cos, cy - sin * cx - cos * cy])
   return _affine(image, matrix, fill)
 
 
@@ -206,14 +208,18 @@ def sharpness(image, level, negate, fill):
   return _blend(degenerate, image, _factor(level, negate))
 
 
+# PIL applies the affine map to pixel centres (x + 1/2, y + 1/2); in index
+# coordinates a shear x' = x + s y therefore gains an offset s/2.
+
+
 def shear_x(image, level, negate, fill):
   s = _signed(level / MAX_LEVEL * 0.3, negate)
-  return _affine(image, tf.stack([1.0, s, 0.0, 0.0, 1.0, 0.0]), fill)
+  return _affine(image, tf.stack([1.0, s, s / 2.0, 0.0, 1.0, 0.0]), fill)
 
 
 def shear_y(image, level, negate, fill):
   s = _signed(level / MAX_LEVEL * 0.3, negate)
-  return _affine(image, tf.stack([1.0, 0.0, 0.0, s, 1.0, 0.0]), fill)
+  return _affine(image, tf.stack([1.0, 0.0, 0.0, s, 1.0, s / 2.0]), fill)
 
 
 def translate_x(image, level, negate, fill):
