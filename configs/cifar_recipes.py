@@ -7,8 +7,8 @@ cifar100_vit.py (which pick the data set and read the command-line arguments).
   epochs, cosine to 0, gradient clipping 1.0, drop-path 0.1, pad-4 crop and
   flip, RandAugment m9 n2 mstd0.5, random erasing 0.25, Mixup 0.8 / CutMix 0.8
   (Park & Kim's cifar100_vit.yaml uses 0.8 for both), label smoothing 0.1.
-  Their RandAugment is timm's default op set; ours is the "increasing" set of
-  DeiT (vit_spectral.data.randaugment), the one difference we keep.
+  Their RandAugment is timm's default op set (randaugment_ops="default"), not
+  DeiT's "increasing" one.
 - `table10`: paper 004 App. G Table 10: ViT-T/S/B/L with 16×16 patches on
   CIFAR resized to 224, AdamW (eps 1e-8) at the table's "base learning rate"
   6.25e-5 (read as the learning rate itself: the table gives no reference
@@ -64,6 +64,7 @@ def cifar_config(dataset: str, args):
   config.input.data_dir = args.data_dir or None
   if args.recipe == "park_kim":
     config.mixup.cutmix_alpha = 0.8
+    config.input.randaugment_ops = "default"
   if args.depth:  # 0 = the size's own depth (12; L: 24)
     config.model.depth = args.depth
   config.model.attention = dict(name=args.attention)

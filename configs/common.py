@@ -51,11 +51,12 @@ def input_config(dataset: str, *, image_size: int, batch_size: int,
                  data_dir: str | None = None, randaugment_layers: int = 0,
                  randaugment_magnitude: float = 9.0,
                  randaugment_magnitude_std: float = 0.5,
+                 randaugment_ops: str = "increasing",
                  random_erasing: float = 0.0, repeated_augment: int = 1,
                  train_fraction: float = 1.0) -> ml_collections.ConfigDict:
   """The `config.input` block read by `vit_spectral.data`.
 
-  The last six fields are the DeiT-recipe options (off by default; see
+  The last seven fields are the DeiT-recipe options (off by default; see
   `vit_spectral.data.input_pipeline.OPTIONAL_FIELDS`).
   """
   return ml_collections.ConfigDict(dict(
@@ -68,6 +69,7 @@ def input_config(dataset: str, *, image_size: int, batch_size: int,
       randaugment_layers=randaugment_layers,
       randaugment_magnitude=randaugment_magnitude,
       randaugment_magnitude_std=randaugment_magnitude_std,
+      randaugment_ops=randaugment_ops,
       random_erasing=random_erasing, repeated_augment=repeated_augment,
       train_fraction=train_fraction))
 

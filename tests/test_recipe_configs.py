@@ -86,3 +86,36 @@ def test_robustness_sets_and_summary():
   with pytest.raises(ValueError, match="unknown fields"):
     robustness.validate({"dataset": "x", "corruptions": ("a",), "severities": (1,),
                          "level": 3})
+
+
+def test_prepared_corruption_set_is_read_per_severity(tmp_path):
+  """A Hendrycks-style .npy set converted to TFDS is what the evaluator reads."""
+  import numpy as np  # noqa: PLC0415
+  from configs import common  # noqa: PLC0415
+  from vit_spectral import data  # noqa: PLC0415
+  from vit_spectral.data import corrupted  # noqa: PLC0415
+  npy = tmp_path / "npy"
+  npy.mkdir()
+  rng = np.random.default_rng(0)
+  labels = np.arange(20) % 3  # 4 examples per severity
+  images = rng.integers(0, 256, (20, 8, 8, 3), dtype=np.uint8)
+  np.save(npy / "labels.npy", labels)
+  np.save(npy / "fog.npy", images)
+  data_dir = str(tmp_path / "tfds")
+  written = corrupted.store_corruptions(str(npy), "tiny_corrupted", data_dir, 3)
+  assert written == [f"fog_{s}" for s in range(1, 6)]
+  cfg = robustness.robustness_config("tiny_corrupted", corruptions=("fog",),
+                                     severities=(2,))
+  input_cfg = common.input_config("unused", image_size=8, batch_size=4,
+                                  mean=(0.0,) * 3, std=(1.0,) * 3, data_dir=data_dir)
+  (corrupted_set,) = robustness.corrupted_sets(cfg, input_cfg)
+  ds, num_batches = data.create_eval_dataset(corrupted_set.input_config,
+                                             process_index=0, process_count=1)
+  (batch,) = list(ds.as_numpy_iterator())
+  assert num_batches == 1
+  np.testing.assert_array_equal(batch["label"], labels[4:8])
+  np.testing.assert_allclose(batch["image"], images[4:8] / 255.0, atol=1e-6)
+  with pytest.raises(ValueError, match="multiple of 5"):
+    np.save(npy / "fog.npy", images[:7])
+    np.save(npy / "labels.npy", labels[:7])
+    corrupted.store_corruptions(str(npy), "bad_corrupted", data_dir, 3)

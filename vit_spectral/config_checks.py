@@ -93,7 +93,8 @@ def validate_input(input_config, num_data_shards: int) -> None:
   _require(repeats >= 1, f"input.repeated_augment={repeats} must be >= 1 (1 = off)")
   randaugment.check_settings(cfg.get("randaugment_layers", 0),
                              cfg.get("randaugment_magnitude", 9.0),
-                             cfg.get("randaugment_magnitude_std", 0.5))
+                             cfg.get("randaugment_magnitude_std", 0.5),
+                             cfg.get("randaugment_ops", "increasing"))
 
 
 def validate_recipe(config) -> None:

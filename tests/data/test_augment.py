@@ -61,6 +61,27 @@ def test_intensity_ops_match_pil(rgb, level):
     assert _max_diff(_ours(op, rgb, level), reference(pil)) <= 1, op.__name__
 
 
+@pytest.mark.parametrize("level", [4.0, 9.0])  # PIL 13 rejects 0 bits
+def test_default_op_set_matches_pil(rgb, level):
+  """timm's default set: weaker as m grows for Posterize/Solarize, and the
+  unsigned enhance factor 0.1 + 1.8 m / 10."""
+  pil = Image.fromarray(rgb)
+  ops = dict(zip(ra.OP_NAMES, ra.OP_SETS["default"]))
+  factor = 0.1 + 1.8 * level / 10
+  references = {
+      "PosterizeIncreasing": ImageOps.posterize(pil, int(level / 10 * 4)),
+      "SolarizeIncreasing": ImageOps.solarize(pil, int(level / 10 * 256)),
+      "ColorIncreasing": ImageEnhance.Color(pil).enhance(factor),
+      "ContrastIncreasing": ImageEnhance.Contrast(pil).enhance(factor),
+      "BrightnessIncreasing": ImageEnhance.Brightness(pil).enhance(factor),
+      "SharpnessIncreasing": ImageEnhance.Sharpness(pil).enhance(factor),
+  }
+  for name, reference in references.items():
+    # The sign is not drawn in this set: negate must not matter.
+    for negate in (False, True):
+      assert _max_diff(_ours(ops[name], rgb, level, negate), reference) <= 1, name
+
+
 def test_negated_enhance_uses_the_mirrored_factor(rgb):
   pil = Image.fromarray(rgb)
   factor = 1.0 - 0.7 * 0.9
@@ -122,7 +143,7 @@ def test_randaugment_is_a_function_of_the_seed():
   rng = np.random.default_rng(1)
   image = tf.constant(rng.uniform(size=(8, 8, 3)).astype(np.float32))
   fn = tf.function(lambda s: ra.randaugment(image, s, num_layers=2, magnitude=9.0,
-                                            magnitude_std=0.5))
+                                            magnitude_std=0.5, op_set="default"))
   outs = [fn(tf.constant([seed, 0], tf.int64)).numpy() for seed in range(6)]
   np.testing.assert_array_equal(outs[0], fn(tf.constant([0, 0], tf.int64)).numpy())
   assert len({o.tobytes() for o in outs}) > 1
@@ -131,6 +152,8 @@ def test_randaugment_is_a_function_of_the_seed():
   np.testing.assert_array_equal(same, image)
   with pytest.raises(ValueError, match="randaugment_magnitude"):
     ra.randaugment(image, tf.constant([3, 0], tf.int64), magnitude=11.0)
+  with pytest.raises(ValueError, match="randaugment_ops"):
+    ra.randaugment(image, tf.constant([3, 0], tf.int64), op_set="fancy")
 
 
 def test_random_erasing():

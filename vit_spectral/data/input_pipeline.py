@@ -42,6 +42,7 @@ OPTIONAL_FIELDS = {
     "randaugment_layers": 0,  # RandAugment N; 0 = off
     "randaugment_magnitude": 9.0,  # M in [0, 10]
     "randaugment_magnitude_std": 0.5,  # noise on M per op
+    "randaugment_ops": "increasing",  # timm's op set: "increasing" | "default"
     "random_erasing": 0.0,  # probability (DeiT 0.25)
     "repeated_augment": 1,  # copies of each example per epoch (DeiT 3)
     "train_fraction": 1.0,  # train on the first fraction of train_split
@@ -436,7 +437,8 @@ def create_train_dataset(
   ra_layers = int(_optional(cfg, "randaugment_layers"))
   ra_magnitude = float(_optional(cfg, "randaugment_magnitude"))
   ra_std = float(_optional(cfg, "randaugment_magnitude_std"))
-  randaugment_lib.check_settings(ra_layers, ra_magnitude, ra_std)
+  ra_ops = str(_optional(cfg, "randaugment_ops"))
+  randaugment_lib.check_settings(ra_layers, ra_magnitude, ra_std, ra_ops)
   erasing = float(_optional(cfg, "random_erasing"))
   if not 0.0 <= erasing <= 1.0:
     raise ValueError(
@@ -513,7 +515,7 @@ def create_train_dataset(
           image,
           tf.random.experimental.stateless_fold_in(example_seed, _RANDAUGMENT_OP),
           num_layers=ra_layers, magnitude=ra_magnitude, magnitude_std=ra_std,
-          fill=mean)
+          fill=mean, op_set=ra_ops)
     image = preprocessing.normalize(image, mean, std)
     if erasing:
       image = tf.ensure_shape(image, (size, size, channels))

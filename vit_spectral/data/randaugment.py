@@ -1,4 +1,5 @@
-"""RandAugment (Cubuk et al., 2019) as DeiT uses it: timm's "rand-m9-mstd0.5-inc1".
+"""RandAugment (Cubuk et al., 2019) as DeiT uses it: timm's "rand-m9-mstd0.5-inc1"
+(and timm's default op set, `op_set="default"`, as Park & Kim / paper 003 use).
 
 Per image, `num_layers` ops are drawn uniformly (with replacement) from the 15
 "increasing" ops below; each is applied with probability 1/2 at magnitude
@@ -43,7 +44,7 @@ from typing import Sequence
 import tensorflow as tf
 
 MAX_LEVEL = 10.0
-# Names in the order of `_BRANCHES` (index = the drawn op).
+# Names in the order of each op set in `OP_SETS` (index = the drawn op).
 OP_NAMES = (
     "AutoContrast", "Equalize", "Invert", "Rotate", "PosterizeIncreasing",
     "SolarizeIncreasing", "SolarizeAdd", "ColorIncreasing",
@@ -234,23 +235,68 @@ def translate_y(image, level, negate, fill):
   return _affine(image, tf.stack([1.0, 0.0, 0.0, 0.0, 1.0, t]), fill)
 
 
-_BRANCHES = (auto_contrast, equalize, invert, rotate, posterize, solarize,
-             solarize_add, color, contrast, brightness, sharpness, shear_x,
-             shear_y, translate_x, translate_y)
-assert len(_BRANCHES) == len(OP_NAMES)
+# timm's default ("rand-m9-n2-mstd0.5", no "inc1") set differs in five
+# magnitude mappings: Posterize keeps int(4·m/10) bits, Solarize inverts pixels
+# >= int(256·m/10) (both weaker as m grows), and the enhance ops use the
+# unsigned factor 0.1 + 1.8·m/10.
 
 
-def apply_op(image: tf.Tensor, index, level, negate, fill) -> tf.Tensor:
-  """Applies op number `index` (see OP_NAMES) with a traced index."""
+def posterize_original(image, level, negate, fill):
+  del negate, fill
+  bits = tf.cast(level / MAX_LEVEL * 4.0, tf.int32)
+  shift = tf.cast(8 - tf.clip_by_value(bits, 0, 8), tf.float32)
+  bucket = tf.pow(2.0, shift)
+  return tf.floor(_levels(image) / bucket) * bucket / 255.0
+
+
+def solarize_original(image, level, negate, fill):
+  del negate, fill
+  threshold = tf.floor(level / MAX_LEVEL * 256.0)
+  levels = _levels(image)
+  return tf.where(levels >= threshold, 255.0 - levels, levels) / 255.0
+
+
+def _unsigned_enhance(op):
+  """`op` with factor 0.1 + 1.8·m/10: the (level, sign) whose `_factor` is it."""
+
+  def original(image, level, negate, fill):
+    del negate
+    factor = 0.1 + 1.8 * level / MAX_LEVEL
+    return op(image, tf.abs(factor - 1.0) / 0.09, factor < 1.0, fill)
+
+  original.__name__ = f"{op.__name__}_original"
+  return original
+
+
+OP_SETS = {
+    "increasing": (auto_contrast, equalize, invert, rotate, posterize, solarize,
+                   solarize_add, color, contrast, brightness, sharpness, shear_x,
+                   shear_y, translate_x, translate_y),
+    "default": (auto_contrast, equalize, invert, rotate, posterize_original,
+                solarize_original, solarize_add, _unsigned_enhance(color),
+                _unsigned_enhance(contrast), _unsigned_enhance(brightness),
+                _unsigned_enhance(sharpness), shear_x, shear_y, translate_x,
+                translate_y),
+}
+assert all(len(ops) == len(OP_NAMES) for ops in OP_SETS.values())
+
+
+def apply_op(image: tf.Tensor, index, level, negate, fill,
+             op_set: str = "increasing") -> tf.Tensor:
+  """Applies op number `index` (see OP_NAMES) of `op_set` with a traced index."""
   branches = [
       (lambda op=op: tf.ensure_shape(op(image, level, negate, fill), image.shape))
-      for op in _BRANCHES
+      for op in OP_SETS[op_set]
   ]
   return tf.switch_case(tf.cast(index, tf.int32), branches)
 
 
-def check_settings(num_layers: int, magnitude: float, magnitude_std: float) -> None:
+def check_settings(num_layers: int, magnitude: float, magnitude_std: float,
+                   op_set: str = "increasing") -> None:
   """Raises ValueError naming the bad `config.input.randaugment_*` field."""
+  if op_set not in OP_SETS:
+    raise ValueError(f"config.input.randaugment_ops={op_set!r}; choose one of "
+                     f"{list(OP_SETS)}")
   if num_layers < 0:
     raise ValueError(f"config.input.randaugment_layers={num_layers} must be >= 0")
   if not 0.0 <= magnitude <= MAX_LEVEL:
@@ -264,7 +310,7 @@ def check_settings(num_layers: int, magnitude: float, magnitude_std: float) -> N
 def randaugment(image: tf.Tensor, seed: tf.Tensor, *, num_layers: int = 2,
                 magnitude: float = 9.0, magnitude_std: float = 0.5,
                 fill: Sequence[float] | None = None,
-                apply_prob: float = 0.5) -> tf.Tensor:
+                apply_prob: float = 0.5, op_set: str = "increasing") -> tf.Tensor:
   """RandAugment with a stateless seed (see the module docstring).
 
   Args:
@@ -276,11 +322,13 @@ def randaugment(image: tf.Tensor, seed: tf.Tensor, *, num_layers: int = 2,
     fill: C values in [0, 1] for pixels that geometric ops bring in from
       outside the image (default: 0.5 grey).
     apply_prob: probability that each drawn op is applied (timm: 0.5).
+    op_set: "increasing" (timm's "inc1", DeiT) or "default" (timm without
+      "inc1", e.g. Park & Kim's rand-m9-n2-mstd0.5).
 
   Returns:
     float32 (H, W, C) in [0, 1].
   """
-  check_settings(num_layers, magnitude, magnitude_std)
+  check_settings(num_layers, magnitude, magnitude_std, op_set)
   channels = image.shape[-1]
   fill_t = tf.constant(fill if fill is not None else (0.5,) * channels, tf.float32)
   if fill_t.shape[0] != channels:
@@ -290,12 +338,12 @@ def randaugment(image: tf.Tensor, seed: tf.Tensor, *, num_layers: int = 2,
   for i in range(num_layers):
     op_seed, apply_seed, level_seed, sign_seed = tf.unstack(
         tf.random.experimental.stateless_split(layer_seeds[i], 4))
-    index = tf.random.stateless_uniform([], op_seed, 0, len(_BRANCHES), tf.int32)
+    index = tf.random.stateless_uniform([], op_seed, 0, len(OP_NAMES), tf.int32)
     level = magnitude + magnitude_std * tf.random.stateless_normal([], level_seed)
     level = tf.clip_by_value(level, 0.0, MAX_LEVEL)
     negate = tf.random.stateless_uniform([], sign_seed) < 0.5
     applied = tf.random.stateless_uniform([], apply_seed) < apply_prob
     image = tf.cond(applied,
-                    lambda: apply_op(image, index, level, negate, fill_t),
+                    lambda: apply_op(image, index, level, negate, fill_t, op_set),
                     lambda: image)
   return image
