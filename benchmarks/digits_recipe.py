@@ -1,6 +1,6 @@
 r"""The full DeiT-style recipe on digits (issue 8: must still reach >= 97%).
 
-  nice -n 10 python benchmarks/digits_recipe.py [--steps=3000] [--workdir=DIR]
+  nice -n 10 python benchmarks/digits_recipe.py [--steps=4000] [--workdir=DIR]
 
 Trains configs/digits_deit.py (its docstring lists the recipe and why
 RandAugment is off on 8x8 grey digits) and prints the final metrics as JSON
@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app, flags  # noqa: E402
 
-_STEPS = flags.DEFINE_integer("steps", 3000, "training steps")
+_STEPS = flags.DEFINE_integer("steps", 4000, "training steps")
 _WORKDIR = flags.DEFINE_string("workdir", "workdir/digits_recipe", "workdir")
 
 

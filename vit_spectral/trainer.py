@@ -5,7 +5,13 @@ steps, checkpoint restore, evaluation, loop.
 point resumes from the workdir's latest checkpoint and ends with exactly the
 parameters of an uninterrupted run: the input stream restarts at the restored step
 (`data.create_train_dataset(start_step=...)`) and the dropout RNG is folded with
-the step.
+the step, as is the Mixup/CutMix RNG; the EMA parameters live in the
+checkpointed TrainState.
+
+Recipe options (all off by default): `config.mixup` (`mixing`), `config.ema_decay`
+(`ema`; evaluated beside the params as `eval_ema_*`), `config.robustness`
+(`robustness`; corruption accuracies at the end), epoch-valued cadences
+(`durations`).
 """
 
 from __future__ import annotations
@@ -102,7 +108,8 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
   """Trains `config` in `workdir` (resuming if it holds a checkpoint).
 
   Returns:
-    The final evaluation metrics ({"eval_loss", "eval_accuracy"}).
+    The final evaluation metrics ({"eval_loss", "eval_accuracy"}, plus
+    "eval_ema_*" with EMA and the "corrupt_*" metrics with config.robustness).
   """
   config_checks.validate_config(config)
   epath.Path(workdir).mkdir(parents=True, exist_ok=True)
