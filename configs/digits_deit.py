@@ -6,7 +6,8 @@ Launch (CPU, a few minutes on 2 cores):
   # or: python benchmarks/digits_recipe.py (prints the final metrics)
 
 Expected: >= 97% test accuracy (eval_accuracy and eval_ema_accuracy) on the
-360 held-out digits, as the plain default reaches.
+360 held-out digits, as the plain default reaches. Seed 0, 4000 steps:
+99.17% for both (98.3% at step 2500).
 
 On top of digits_vit.py: random erasing 0.25, repeated augmentation ×3,
 Mixup 0.8 / CutMix 1.0 (switch 0.5), label smoothing 0.1, drop-path 0.1 and no
@@ -21,7 +22,7 @@ run: 0.998 (a ~500-step horizon) instead of DeiT's 0.99996 over ~375k steps.
 
 Arguments: those of digits_vit.py (depth, width, heads, attention,
 encoder_mode, steps; default steps=4000: Mixup/CutMix need a longer run than
-the plain recipe's 2000 steps; 1200 steps reached only 88.6%).
+the plain recipe's 2000 steps; 1200 steps, with dropout 0.1, reached only 88.6%).
 """
 
 from configs import common, digits_vit
