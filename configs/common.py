@@ -11,6 +11,8 @@ from typing import Any
 
 import ml_collections
 
+from vit_spectral.robustness import robustness_config
+
 
 def _convert(key: str, text: str, default: Any) -> Any:
   if isinstance(default, bool):
@@ -46,12 +48,16 @@ def input_config(dataset: str, *, image_size: int, batch_size: int,
                  pad_crop_padding: int = 4, flip: bool = True,
                  eval_resize: str = "none", crop_fraction: float = 0.875,
                  mean=(0.5,), std=(0.5,), shuffle_buffer: int = 10_000,
-                 data_dir: str | None = None,
+                 data_dir: str | None = None, randaugment_layers: int = 0,
+                 randaugment_magnitude: float = 9.0,
+                 randaugment_magnitude_std: float = 0.5,
+                 randaugment_ops: str = "increasing",
+                 random_erasing: float = 0.0, repeated_augment: int = 1,
                  train_fraction: float = 1.0) -> ml_collections.ConfigDict:
   """The `config.input` block read by `vit_spectral.data`.
 
-  `train_fraction` trains on the first fraction of `train_split` (a TFDS
-  percent slice, `data.input_pipeline.train_split`).
+  The last seven fields are the DeiT-recipe options (off by default; see
+  `vit_spectral.data.input_pipeline.OPTIONAL_FIELDS`).
   """
   return ml_collections.ConfigDict(dict(
       dataset=dataset, data_dir=data_dir, download=False,
@@ -60,6 +66,11 @@ def input_config(dataset: str, *, image_size: int, batch_size: int,
       shuffle_buffer=shuffle_buffer, train_augment=train_augment,
       pad_crop_padding=pad_crop_padding, flip=flip, eval_resize=eval_resize,
       crop_fraction=crop_fraction, mean=tuple(mean), std=tuple(std),
+      randaugment_layers=randaugment_layers,
+      randaugment_magnitude=randaugment_magnitude,
+      randaugment_magnitude_std=randaugment_magnitude_std,
+      randaugment_ops=randaugment_ops,
+      random_erasing=random_erasing, repeated_augment=repeated_augment,
       train_fraction=train_fraction))
 
 
@@ -83,11 +94,45 @@ def model_config(variant: str | None = None, **fields) -> ml_collections.ConfigD
 
 def optim_config(name: str = "adamw", **fields) -> ml_collections.ConfigDict:
   """The `config.optim` block read by `vit_spectral.optim`."""
-  base = dict(name=name, learning_rate=1e-3, warmup_steps=0, end_learning_rate=0.0,
+  base = dict(name=name, learning_rate=1e-3, base_batch_size=None,
+              warmup_steps=0, warmup_epochs=None, warmup_init_learning_rate=0.0,
+              end_learning_rate=0.0, cooldown_steps=0, cooldown_epochs=None,
               weight_decay=0.05, no_decay_patterns=(), b1=0.9, b2=0.999, eps=1e-8,
               momentum=0.9, nesterov=False, grad_clip_norm=None)
+  # A recipe in epochs sets warmup_epochs/cooldown_epochs; the step fields
+  # then step aside (vit_spectral.durations allows one of each pair).
+  for unit in ("warmup", "cooldown"):
+    if fields.get(f"{unit}_epochs") is not None and f"{unit}_steps" not in fields:
+      base[f"{unit}_steps"] = None
   base.update(fields)
   return ml_collections.ConfigDict(base)
+
+
+def mixup_config(mixup_alpha: float = 0.0, cutmix_alpha: float = 0.0,
+                 prob: float = 1.0, switch_prob: float = 0.5
+                 ) -> ml_collections.ConfigDict:
+  """The `config.mixup` block (`vit_spectral.mixing`); alphas 0 = off."""
+  return ml_collections.ConfigDict(dict(
+      mixup_alpha=mixup_alpha, cutmix_alpha=cutmix_alpha, prob=prob,
+      switch_prob=switch_prob))
+
+
+def deit_augmentation(config: ml_collections.ConfigDict, *,
+                      randaugment: bool = True) -> ml_collections.ConfigDict:
+  """Turns on DeiT's data recipe in `config` (in place; returns it).
+
+  RandAugment m9-mstd0.5 with 2 layers, random erasing 0.25, Mixup 0.8 /
+  CutMix 1.0 switched with probability 0.5, label smoothing 0.1 (DeiT
+  main.py defaults; paper 004 Table 10 lists the same).
+  """
+  if randaugment:
+    config.input.randaugment_layers = 2
+    config.input.randaugment_magnitude = 9.0
+    config.input.randaugment_magnitude_std = 0.5
+  config.input.random_erasing = 0.25
+  config.mixup = mixup_config(mixup_alpha=0.8, cutmix_alpha=1.0)
+  config.label_smoothing = 0.1
+  return config
 
 
 def base_config() -> ml_collections.ConfigDict:
@@ -101,43 +146,13 @@ def base_config() -> ml_collections.ConfigDict:
   config.checkpoint_every = 1000
   config.keep_checkpoints = 3
   config.async_checkpointing = True
+  config.eval_every_epochs = None  # instead of eval_every (vit_spectral.durations)
+  config.checkpoint_every_epochs = None  # instead of checkpoint_every
   config.label_smoothing = 0.0
+  config.ema_decay = 0.0  # 0 = no EMA (DeiT: 0.99996)
+  config.mixup = mixup_config()  # off
+  config.robustness = robustness_config()  # off
   config.mesh = ml_collections.ConfigDict(dict(data=-1, model=1))
   config.sharding_rules = None  # None = sharding.TENSOR_PARALLEL_RULES
   return config
 
-
-CIFAR_MEAN = {"cifar10": (0.4914, 0.4822, 0.4465), "cifar100": (0.5071, 0.4865, 0.4409)}
-CIFAR_STD = {"cifar10": (0.2470, 0.2435, 0.2616), "cifar100": (0.2673, 0.2564, 0.2762)}
-
-
-def cifar_vit(dataset: str, arg: str | None) -> ml_collections.ConfigDict:
-  """The ViT-Ti CIFAR recipe of papers 003/004 (DeiT-style AdamW, cosine, 300 epochs).
-
-  Arguments: variant (default "Ti/4": 64 tokens of 4×4 on 32² images),
-  image_size (32; 224 with variant=Ti/16 is paper 004's resized setting),
-  batch (128), epochs (300), attention.
-  """
-  args = parse_arg(arg, variant="Ti/4", image_size=32, batch=128, epochs=300,
-                   attention="dot_product")
-  config = base_config()
-  config.num_epochs = args.epochs
-  steps_per_epoch = 50_000 // args.batch
-  config.log_every = 100
-  config.eval_every = 5 * steps_per_epoch
-  config.checkpoint_every = steps_per_epoch
-  resized = args.image_size != 32
-  config.input = input_config(
-      dataset, image_size=args.image_size, batch_size=args.batch,
-      eval_batch_size=500 if not resized else 200,
-      train_augment="random_resized_crop" if resized else "pad_crop",
-      pad_crop_padding=4, flip=True, eval_resize="resize" if resized else "none",
-      mean=CIFAR_MEAN[dataset], std=CIFAR_STD[dataset])
-  config.model = model_config(args.variant, drop_path_rate=0.1,
-                              attention=dict(name=args.attention))
-  # DeiT: lr 5e-4 per 512 examples, weight decay 0.05, 5 warmup epochs.
-  config.optim = optim_config("adamw", learning_rate=5e-4 * args.batch / 512,
-                              warmup_steps=5 * steps_per_epoch, end_learning_rate=1e-6,
-                              weight_decay=0.05)
-  config.label_smoothing = 0.1
-  return config

@@ -11,8 +11,10 @@ import dataclasses
 
 import jax
 
+from vit_spectral import durations, ema, mixing, robustness
 from vit_spectral.attention import get_attention
 from vit_spectral.attention.value_output import STANDARD, check_value_output
+from vit_spectral.data import randaugment
 from vit_spectral.layers.initializers import get_initializer
 from vit_spectral.layers.norms import get_norm
 from vit_spectral.models.build import model_kwargs
@@ -114,6 +116,39 @@ def validate_input(input_config, num_data_shards: int) -> None:
   _choice(cfg.train_augment, TRAIN_AUGMENTS, "input.train_augment")
   _choice(cfg.eval_resize, EVAL_RESIZES, "input.eval_resize")
   _require(len(cfg.mean) == len(cfg.std), "input.mean and input.std differ in length")
+  fraction = cfg.get("train_fraction", 1.0)
+  _require(0.0 < fraction <= 1.0, f"input.train_fraction={fraction} must be in (0, 1]")
+  erasing = cfg.get("random_erasing", 0.0)
+  _require(0.0 <= erasing <= 1.0, f"input.random_erasing={erasing} must be in [0, 1]")
+  repeats = cfg.get("repeated_augment", 1)
+  _require(repeats >= 1, f"input.repeated_augment={repeats} must be >= 1 (1 = off)")
+  randaugment.check_settings(cfg.get("randaugment_layers", 0),
+                             cfg.get("randaugment_magnitude", 9.0),
+                             cfg.get("randaugment_magnitude_std", 0.5),
+                             cfg.get("randaugment_ops", "increasing"))
+
+
+def validate_recipe(config) -> None:
+  """The recipe options of issue 8: EMA, Mixup/CutMix, corruption eval,
+  epoch-valued cadences, the optimizer's schedule fields."""
+  ema.check_decay(config.get("ema_decay", 0.0))
+  mixing.settings_from_config(config.get("mixup"))
+  robustness.validate(config.get("robustness"))
+  for block_name, steps_field, epochs_field in durations.CADENCES:
+    block = config[block_name] if block_name else config
+    prefix = f"{block_name}." if block_name else ""
+    _require(block.get(steps_field) is None or block.get(epochs_field) is None,
+             f"set only one of config.{prefix}{steps_field} and "
+             f"config.{prefix}{epochs_field}")
+    for field in (steps_field, epochs_field):
+      _require(block.get(field) is None or block[field] >= 0,
+               f"config.{prefix}{field}={block.get(field)} must be >= 0")
+  for field in ("eval_every", "checkpoint_every"):
+    _require(config.get(field) or config.get(f"{field}_epochs"),
+             f"set config.{field} or config.{field}_epochs")
+  base = config.optim.get("base_batch_size")
+  _require(base is None or base > 0,
+           f"optim.base_batch_size={base} must be positive or None")
 
 
 def validate_config(config) -> None:
@@ -131,9 +166,8 @@ def validate_config(config) -> None:
   _choice(config.optim.name, OPTIMIZERS, "optim.name")
   _require(config.optim.learning_rate > 0,
            f"optim.learning_rate={config.optim.learning_rate} must be positive")
-  _require(config.optim.get("warmup_steps", 0) >= 0,
-           f"optim.warmup_steps={config.optim.get('warmup_steps')} must be >= 0")
   data_axis = int(config.mesh.get("data", -1))
   num_data = jax.device_count() // max(int(config.mesh.get("model", 1)), 1) if data_axis == -1 else data_axis
   validate_input(config.input, max(num_data, 1))
   validate_model(config.model, config.input.image_size)
+  validate_recipe(config)

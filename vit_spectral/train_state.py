@@ -10,7 +10,10 @@ import jax
 
 @flax.struct.dataclass
 class TrainState:
-  """step: completed optimizer steps; params; opt_state (optax)."""
+  """step: completed optimizer steps; params; opt_state (optax);
+  ema_params: the EMA of params (`vit_spectral.ema`), or None without EMA (an
+  empty subtree: the checkpoint then holds exactly what it held before)."""
   step: jax.Array
   params: Any
   opt_state: Any
+  ema_params: Any = None

@@ -5,7 +5,13 @@ steps, checkpoint restore, evaluation, loop.
 point resumes from the workdir's latest checkpoint and ends with exactly the
 parameters of an uninterrupted run: the input stream restarts at the restored step
 (`data.create_train_dataset(start_step=...)`) and the dropout RNG is folded with
-the step.
+the step, as is the Mixup/CutMix RNG; the EMA parameters live in the
+checkpointed TrainState.
+
+Recipe options (all off by default): `config.mixup` (`mixing`), `config.ema_decay`
+(`ema`; evaluated beside the params as `eval_ema_*`), `config.robustness`
+(`robustness`; corruption accuracies at the end), epoch-valued cadences
+(`durations`).
 """
 
 from __future__ import annotations
@@ -24,9 +30,15 @@ from clu import metric_writers, periodic_actions
 from etils import epath
 
 from vit_spectral import checkpointing, config_checks, optim, sharding, steps
+from vit_spectral import durations, ema, mixing, robustness
 from vit_spectral.data import input_pipeline
 from vit_spectral.models import build_model
 from vit_spectral.train_state import TrainState
+
+
+# Stream id folded into the seed's key for Mixup/CutMix; the init and dropout
+# keys come from splitting the same key, so this stream is independent of them.
+_MIX_STREAM = 3
 
 
 class NonFiniteLossError(FloatingPointError):
@@ -35,10 +47,7 @@ class NonFiniteLossError(FloatingPointError):
 
 def total_train_steps(config, num_train_examples: int) -> int:
   """`config.total_steps`, or `config.num_epochs` converted to steps."""
-  if config.get("total_steps"):
-    return int(config.total_steps)
-  steps_per_epoch = num_train_examples // config.input.batch_size
-  return int(round(config.num_epochs * steps_per_epoch))
+  return durations.total_steps(config, num_train_examples)
 
 
 def _check_finite(step: int, loss: Any, last_checkpoint: int | None) -> None:
@@ -56,21 +65,51 @@ def _write_config(config, workdir: str) -> None:
         config.to_json_best_effort(indent=2, sort_keys=True))
 
 
-def evaluate(eval_step, params, config, mesh) -> dict[str, float]:
-  """One full pass over the eval split; padded examples are masked out."""
-  dataset, num_batches = input_pipeline.create_eval_dataset(config.input)
+def evaluate(eval_step, params, config, mesh, *, prefix: str = "eval_",
+             input_config=None) -> dict[str, float]:
+  """One full pass over the eval split; padded examples are masked out.
+
+  `input_config` replaces `config.input` (the corruption sets use it).
+  """
+  dataset, num_batches = input_pipeline.create_eval_dataset(
+      config.input if input_config is None else input_config)
   total = None
   for batch in dataset.take(num_batches).as_numpy_iterator():
     batch_metrics = eval_step(params, sharding.global_batch(batch, mesh))
     total = batch_metrics if total is None else total.merge(batch_metrics)
-  return {f"eval_{k}": float(v) for k, v in total.compute().items()}
+  return {f"{prefix}{k}": float(v) for k, v in total.compute().items()}
+
+
+def evaluate_all(eval_step, state, config, mesh) -> dict[str, float]:
+  """Clean eval of the params, and of the EMA params beside them (`eval_ema_*`)."""
+  metrics = evaluate(eval_step, state.params, config, mesh)
+  if state.ema_params is not None:
+    metrics.update(evaluate(eval_step, state.ema_params, config, mesh,
+                            prefix="eval_ema_"))
+  return metrics
+
+
+def evaluate_corruptions(eval_step, state, config, mesh) -> dict[str, float]:
+  """Accuracy on every corruption × severity of `config.robustness`, summarised
+  per severity (`vit_spectral.robustness`)."""
+  cfg = config.robustness
+  params = state.ema_params if cfg.get("use_ema") else state.params
+  if params is None:
+    raise ValueError("config.robustness.use_ema=True needs config.ema_decay > 0")
+  accuracies = {}
+  for corrupted in robustness.corrupted_sets(cfg, config.input):
+    metrics = evaluate(eval_step, params, config, mesh, prefix="",
+                       input_config=corrupted.input_config)
+    accuracies[(corrupted.corruption, corrupted.severity)] = metrics["accuracy"]
+  return robustness.summarize(accuracies)
 
 
 def train_and_evaluate(config, workdir: str) -> dict[str, float]:
   """Trains `config` in `workdir` (resuming if it holds a checkpoint).
 
   Returns:
-    The final evaluation metrics ({"eval_loss", "eval_accuracy"}).
+    The final evaluation metrics ({"eval_loss", "eval_accuracy"}, plus
+    "eval_ema_*" with EMA and the "corrupt_*" metrics with config.robustness).
   """
   config_checks.validate_config(config)
   epath.Path(workdir).mkdir(parents=True, exist_ok=True)
@@ -81,19 +120,26 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
   # Mesh and input.
   mesh = sharding.make_mesh(config.mesh)
   meta = input_pipeline.dataset_meta(config.input)
-  total_steps = total_train_steps(config, meta.num_train_examples)
+  # Epoch-valued cadences (eval/checkpoint/warmup/cooldown) -> steps.
+  config = durations.resolve(config, meta.num_train_examples)
+  total_steps = int(config.total_steps)
   logging.info("mesh %s; data set %s; %d train steps", dict(mesh.shape), meta, total_steps)
 
   # Model, optimizer, abstract state and its shardings.
   model = build_model(config.model, meta.num_classes)
-  tx, schedule = optim.make_optimizer(config.optim, total_steps)
+  tx, schedule = optim.make_optimizer(config.optim, total_steps,
+                                      batch_size=config.input.batch_size)
   init_rng, dropout_rng = jax.random.split(jax.random.key(config.seed))
+  ema_decay = ema.check_decay(config.get("ema_decay", 0.0))
+  mix_fn = mixing.make_mix_fn(config.get("mixup"), meta.num_classes)
+  mix_rng = jax.random.fold_in(jax.random.key(config.seed), _MIX_STREAM)
 
   def init(rng):
     dummy = jnp.zeros((1, *meta.image_shape), jnp.float32)
     params = model.init({"params": rng}, dummy, train=False)["params"]
     return TrainState(step=jnp.zeros((), jnp.int32), params=params,
-                      opt_state=tx.init(params))
+                      opt_state=tx.init(params),
+                      ema_params=params if ema_decay else None)
 
   abstract_state = jax.eval_shape(init, init_rng)
   rules = config.get("sharding_rules") or sharding.TENSOR_PARALLEL_RULES
@@ -107,7 +153,8 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
   train_step = jax.jit(
       functools.partial(steps.train_step, model=model, tx=tx, schedule=schedule,
                         base_rng=dropout_rng,
-                        label_smoothing=config.get("label_smoothing", 0.0)),
+                        label_smoothing=config.get("label_smoothing", 0.0),
+                        ema_decay=ema_decay, mix_fn=mix_fn, mix_rng=mix_rng),
       in_shardings=(state_sharding, data_sharding), out_shardings=(state_sharding, repl),
       donate_argnums=0)
   eval_step = jax.jit(functools.partial(steps.eval_step, model=model),
@@ -154,8 +201,14 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
         train_metrics = None
       if step % config.eval_every == 0 or is_last:
         with report.timed("eval"):
-          eval_metrics = evaluate(eval_step, state.params, config, mesh)
+          eval_metrics = evaluate_all(eval_step, state, config, mesh)
         writer.write_scalars(step, eval_metrics)
+      if robustness.enabled(config.get("robustness")) and (
+          is_last or step % (config.robustness.get("every") or total_steps) == 0):
+        with report.timed("corruption_eval"):
+          corrupt_metrics = evaluate_corruptions(eval_step, state, config, mesh)
+        writer.write_scalars(step, corrupt_metrics)
+        eval_metrics.update(corrupt_metrics)
       preempted = ckpt.reached_preemption(step)
       if step % config.checkpoint_every == 0 or is_last or preempted:
         _check_finite(*pending, ckpt.latest_step())
@@ -165,7 +218,9 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
         break
 
   if not eval_metrics:  # resumed at the end: nothing trained, still report
-    eval_metrics = evaluate(eval_step, state.params, config, mesh)
+    eval_metrics = evaluate_all(eval_step, state, config, mesh)
+    if robustness.enabled(config.get("robustness")):
+      eval_metrics.update(evaluate_corruptions(eval_step, state, config, mesh))
     writer.write_scalars(int(state.step), eval_metrics)
   ckpt.wait_until_finished()
   ckpt.close()

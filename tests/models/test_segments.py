@@ -1,14 +1,11 @@
 """Layers that differ (`model.layer_overrides`): segments, names, scan = loop, checks."""
 
 import jax
-import jax.numpy as jnp
-import ml_collections
 import numpy as np
 import pytest
 
 from configs import digits_vit
 from vit_spectral import config_checks
-from vit_spectral.data import input_pipeline
 from vit_spectral.models import ViT, build_model, loop_to_scan, per_layer, scan_to_loop
 from vit_spectral.models.segments import layer_kwargs, segments, star_overrides
 from vit_spectral.optim import weight_decay_mask
@@ -116,36 +113,3 @@ def test_config_checks_name_bad_fields():
 def test_build_model_passes_layer_overrides():
   model = build_model(dict(config_with(layer_overrides=star_overrides(4)).model), 10)
   assert model.layer_overrides == star_overrides(4)
-
-
-def test_train_fraction_slices_the_train_split():
-  cfg = ml_collections.ConfigDict(dict(train_split="train", train_fraction=0.1))
-  assert input_pipeline.train_split(cfg) == "train[:10%]"
-  cfg.train_fraction = 1.0
-  assert input_pipeline.train_split(cfg) == "train"
-  for bad in (0.0, 0.125, 1.5):
-    cfg.train_fraction = bad
-    with pytest.raises(ValueError, match="train_fraction"):
-      input_pipeline.train_split(cfg)
-  config = digits_vit.get_config()
-  config.input.train_fraction = 0.1
-  # TFDS rounds 10% of the 1437 training digits to 144.
-  assert input_pipeline.dataset_meta(config.input).num_train_examples == 144
-
-
-def test_cifar100_eigen_configs_validate_and_build_the_paper_models():
-  from configs import cifar100_eigen
-  for name in cifar100_eigen.MODELS:
-    for depth in (12, 24):
-      config = cifar100_eigen.get_config(f"model={name},depth={depth},fraction=0.5")
-      config_checks.validate_config(config)
-      layers = layer_kwargs(depth, {"attention_kwargs": dict(config.model.attention)},
-                            config.model.layer_overrides)
-      modes = [l["attention_kwargs"]["value_output"] for l in layers]
-      if name.startswith("star"):
-        assert modes == [name.replace("star", "minus")] * (depth // 2) + ["standard"] * (depth // 2)
-      else:
-        assert modes == [name] * depth
-  assert cifar100_eigen.get_config("fraction=0.1").input.train_fraction == 0.1
-  with pytest.raises(ValueError, match="model='vit'"):
-    cifar100_eigen.get_config("model=vit")

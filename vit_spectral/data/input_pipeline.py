@@ -22,6 +22,7 @@ import tensorflow_datasets as tfds
 
 from vit_spectral.data import digits as digits_lib
 from vit_spectral.data import preprocessing
+from vit_spectral.data import randaugment as randaugment_lib
 
 # Data sets we ship configs/recipes for; any other prepared TFDS name works.
 SHIPPED_DATASETS = ("digits", "cifar10", "cifar100", "imagenet2012")
@@ -35,11 +36,26 @@ CONFIG_FIELDS = (
     "train_augment", "pad_crop_padding", "flip", "eval_resize",
     "crop_fraction", "mean", "std", "train_fraction",
 )
+# Optional fields (recipes of issue 8); absent or at these values, the stream
+# is bit-identical to the one without them.
+OPTIONAL_FIELDS = {
+    "randaugment_layers": 0,  # RandAugment N; 0 = off
+    "randaugment_magnitude": 9.0,  # M in [0, 10]
+    "randaugment_magnitude_std": 0.5,  # noise on M per op
+    "randaugment_ops": "increasing",  # timm's op set: "increasing" | "default"
+    "random_erasing": 0.0,  # probability (DeiT 0.25)
+    "repeated_augment": 1,  # copies of each example per epoch (DeiT 3)
+    "train_fraction": 1.0,  # train on the first fraction of train_split
+}
 
 # Independent random streams derived from the user's seed, so that changing
 # how examples are shuffled never changes how they are augmented and v.v.
 _SHUFFLE_STREAM = 1
 _AUGMENT_STREAM = 2
+# Per-example seeds of the optional ops are folded from the example's seed
+# with these ids, so adding them leaves the crop and flip seeds unchanged.
+_RANDAUGMENT_OP = 3
+_ERASING_OP = 4
 # Shuffle seeds are drawn from [1, 2**31 - 1): positive and non-zero, because
 # tf.data treats a (0, 0) seed pair as "pick a random seed".
 _MAX_SHUFFLE_SEED = 2**31 - 1
@@ -248,30 +264,6 @@ def _check_native_size(
     )
 
 
-def train_split(cfg: Any) -> str:
-  """`cfg.train_split` cut to its first `cfg.train_fraction` (default 1.0).
-
-  A TFDS percent slice: train_fraction=0.1 with train_split="train" reads
-  "train[:10%]" (the same first 10% on every run, for data-efficiency tables).
-  The fraction must be a whole percent in (0, 1].
-  """
-  fraction = float(getattr(cfg, "train_fraction", 1.0))
-  percent = round(fraction * 100)
-  if not 0 < fraction <= 1 or abs(percent - fraction * 100) > 1e-9:
-    raise ValueError(
-        f"config.input.train_fraction={fraction} must be a whole percent in "
-        "(0, 1], e.g. 0.1, 0.5 or 1.0."
-    )
-  if percent == 100:
-    return cfg.train_split
-  if "[" in cfg.train_split:
-    raise ValueError(
-        f"config.input.train_fraction={fraction} cannot cut the already sliced "
-        f"config.input.train_split={cfg.train_split!r}; slice it there instead."
-    )
-  return f"{cfg.train_split}[:{percent}%]"
-
-
 # ---------------------------------------------------------------------------
 # Reading.
 # ---------------------------------------------------------------------------
@@ -317,6 +309,37 @@ def _options() -> tf.data.Options:
 # ---------------------------------------------------------------------------
 
 
+def _optional(cfg: Any, field: str):
+  value = cfg.get(field, OPTIONAL_FIELDS[field])
+  return OPTIONAL_FIELDS[field] if value is None else value
+
+
+def train_split(cfg: Any, builder: tfds.core.DatasetBuilder) -> str:
+  """`cfg.train_split`, cut to its first `train_fraction` of examples.
+
+  The data-efficiency runs of paper 003 (Table 2) train on the first 10% /
+  50% / 100% of the CIFAR-100 training split: the first round(f * N) examples
+  in TFDS order (a fixed subset, the same on every run and process count).
+
+  Raises:
+    ValueError: fraction outside (0, 1], or combined with a sliced split.
+  """
+  fraction = float(_optional(cfg, "train_fraction"))
+  if not 0.0 < fraction <= 1.0:
+    raise ValueError(
+        f"config.input.train_fraction={fraction} must be in (0, 1].")
+  if fraction == 1.0:
+    return cfg.train_split
+  if "[" in cfg.train_split:
+    raise ValueError(
+        f"config.input.train_fraction={fraction} cannot be combined with the "
+        f"sliced config.input.train_split={cfg.train_split!r}; slice one way.")
+  total = _num_examples(_read_records(builder, cfg.train_split),
+                        "config.input.train_split")
+  count = max(int(round(fraction * total)), 1)
+  return f"{cfg.train_split}[:{count}]"
+
+
 def dataset_meta(cfg: Any) -> DatasetMeta:
   """Returns the DatasetMeta for `cfg` (prepares `digits` if needed).
 
@@ -329,7 +352,8 @@ def dataset_meta(cfg: Any) -> DatasetMeta:
       num_classes=builder.info.features["label"].num_classes,
       image_shape=(cfg.image_size, cfg.image_size, channels),
       num_train_examples=_num_examples(
-          _read_records(builder, train_split(cfg)), "config.input.train_split"
+          _read_records(builder, train_split(cfg, builder)),
+          "config.input.train_split"
       ),
       num_eval_examples=_num_examples(
           _read_records(builder, cfg.eval_split), "config.input.eval_split"
@@ -372,6 +396,16 @@ def create_train_dataset(
   happens before decoding: resuming reads at most one epoch of raw (encoded)
   records, plus the shuffle buffer fill, and decodes nothing extra.
 
+  Recipe options (OPTIONAL_FIELDS; each off by default). After crop and flip:
+  RandAugment (`randaugment.randaugment`, fill = cfg.mean); after
+  normalisation: random erasing. Both draw from seeds folded from example g's
+  seed, so they resume exactly too. Repeated augmentation (Hoffer et al.,
+  2020; DeiT's RASampler) with r = repeated_augment puts r consecutive copies
+  of each shuffled record in the stream (each its own g, so its own
+  augmentation): an epoch of the stream is then r*N examples and the resume
+  arithmetic above runs over those. `train_fraction` restricts the split
+  first (`train_split`).
+
   Caveat: tf.data combines the shuffle seed with TF's global seed, so the
   order also depends on `tf.random.set_seed` if anyone calls it; nothing in
   vit_spectral does (JAX code has no reason to), so leave it unset.
@@ -397,6 +431,19 @@ def create_train_dataset(
     raise ValueError(
         f"config.input.shuffle_buffer={cfg.shuffle_buffer} must be >= 1."
     )
+  repeats = int(_optional(cfg, "repeated_augment"))
+  if repeats < 1:
+    raise ValueError(
+        f"config.input.repeated_augment={repeats} must be >= 1 (1 = off).")
+  ra_layers = int(_optional(cfg, "randaugment_layers"))
+  ra_magnitude = float(_optional(cfg, "randaugment_magnitude"))
+  ra_std = float(_optional(cfg, "randaugment_magnitude_std"))
+  ra_ops = str(_optional(cfg, "randaugment_ops"))
+  randaugment_lib.check_settings(ra_layers, ra_magnitude, ra_std, ra_ops)
+  erasing = float(_optional(cfg, "random_erasing"))
+  if not 0.0 <= erasing <= 1.0:
+    raise ValueError(
+        f"config.input.random_erasing={erasing} must be in [0, 1].")
   if augment == "pad_crop" and cfg.pad_crop_padding < 0:
     raise ValueError(
         f"config.input.pad_crop_padding={cfg.pad_crop_padding} must be >= 0."
@@ -409,7 +456,8 @@ def create_train_dataset(
     _check_native_size(builder, cfg.image_size, "train_augment", augment)
 
   split = tfds.split_for_jax_process(
-      train_split(cfg), process_index=process_index, process_count=process_count
+      train_split(cfg, builder), process_index=process_index,
+      process_count=process_count
   )
   records = _read_records(builder, split)
   num_local = _num_examples(
@@ -417,7 +465,9 @@ def create_train_dataset(
       f"{process_index}/{process_count}"
   )
   first_example = start_step * local_batch
-  start_epoch, offset = divmod(first_example, num_local)
+  start_epoch, offset = divmod(first_example, num_local * repeats)
+  # Within the start epoch: whole records to skip, then copies of the next.
+  offset, copy_offset = divmod(offset, repeats)
 
   shuffle_key = _seed_key(seed, _SHUFFLE_STREAM, process_index)
   augment_key = _seed_key(seed, _AUGMENT_STREAM, process_index)
@@ -434,10 +484,14 @@ def create_train_dataset(
     shuffled = records.shuffle(
         shuffle_buffer, seed=epoch_seed, reshuffle_each_iteration=False
     )
-    skip = tf.where(
-        tf.equal(e, start_epoch), tf.constant(offset, tf.int64), 0
-    )
-    return shuffled.skip(skip)
+    is_start = tf.equal(e, start_epoch)
+    skip = tf.where(is_start, tf.constant(offset, tf.int64), 0)
+    if repeats == 1:
+      return shuffled.skip(skip)
+    copies = shuffled.skip(skip).flat_map(
+        lambda *record: tf.data.Dataset.from_tensors(record).repeat(repeats))
+    return copies.skip(
+        tf.where(is_start, tf.constant(copy_offset, tf.int64), 0))
 
   size = cfg.image_size
   mean, std = tuple(cfg.mean), tuple(cfg.std)
@@ -456,7 +510,19 @@ def create_train_dataset(
       image = preprocessing.random_resized_crop(image, size, crop_seed)
     if flip:
       image = preprocessing.random_flip(image, flip_seed)
+    if ra_layers:
+      image = tf.ensure_shape(image, (size, size, channels))
+      image = randaugment_lib.randaugment(
+          image,
+          tf.random.experimental.stateless_fold_in(example_seed, _RANDAUGMENT_OP),
+          num_layers=ra_layers, magnitude=ra_magnitude, magnitude_std=ra_std,
+          fill=mean, op_set=ra_ops)
     image = preprocessing.normalize(image, mean, std)
+    if erasing:
+      image = tf.ensure_shape(image, (size, size, channels))
+      image = preprocessing.random_erasing(
+          image, erasing,
+          tf.random.experimental.stateless_fold_in(example_seed, _ERASING_OP))
     image = tf.ensure_shape(image, (size, size, channels))
     return {"image": image, "label": tf.cast(label, tf.int32)}
 

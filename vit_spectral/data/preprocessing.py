@@ -12,6 +12,7 @@ All resizes use bilinear interpolation with antialiasing, so that downscaling
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import tensorflow as tf
@@ -178,3 +179,67 @@ def normalize(
   mean_t = tf.constant(mean, tf.float32)
   std_t = tf.constant(std, tf.float32)
   return (image - mean_t) / std_t
+
+
+# Random erasing defaults (Zhong et al., 2020, as timm's RandomErasing, which
+# DeiT uses with probability 0.25, mode "pixel", one box).
+ERASE_AREA = (0.02, 1.0 / 3.0)
+ERASE_ASPECT = (0.3, 1.0 / 0.3)
+ERASE_MAX_ATTEMPTS = 10
+
+
+def random_erasing(
+    image: tf.Tensor,
+    probability: float,
+    seed: tf.Tensor,
+    area: Sequence[float] = ERASE_AREA,
+    aspect: Sequence[float] = ERASE_ASPECT,
+) -> tf.Tensor:
+  """With `probability`, replaces one random box by N(0, 1) noise per pixel.
+
+  timm's RandomErasing(mode="pixel", max_count=1), applied after
+  normalisation (so the noise has the data's normalised scale): up to
+  ERASE_MAX_ATTEMPTS boxes are drawn with area fraction ~ U(area) and log
+  aspect ratio ~ U(log aspect), h = round(sqrt(A·r)), w = round(sqrt(A/r));
+  the first that fits strictly inside the image (h < H, w < W) is erased at a
+  uniform position. If none fits, the image is unchanged.
+
+  Args:
+    image: float32 (H, W, C), normalised.
+    probability: chance of erasing, in [0, 1].
+    seed: int (2,) stateless seed.
+    area: (min, max) fraction of the image area.
+    aspect: (min, max) height / width of the box.
+
+  Returns:
+    float32 (H, W, C).
+  """
+  if not 0.0 <= probability <= 1.0:
+    raise ValueError(
+        f"config.input.random_erasing={probability} must be in [0, 1].")
+  shape = tf.shape(image)
+  height, width = shape[0], shape[1]
+  h_f, w_f = tf.cast(height, tf.float32), tf.cast(width, tf.float32)
+  s_apply, s_area, s_aspect, s_top, s_left, s_noise = tf.unstack(
+      tf.random.experimental.stateless_split(seed, 6))
+  n = ERASE_MAX_ATTEMPTS
+  target = tf.random.stateless_uniform([n], s_area, area[0], area[1]) * h_f * w_f
+  ratio = tf.exp(tf.random.stateless_uniform(
+      [n], s_aspect, math.log(aspect[0]), math.log(aspect[1])))
+  box_h = tf.cast(tf.round(tf.sqrt(target * ratio)), tf.int32)
+  box_w = tf.cast(tf.round(tf.sqrt(target / ratio)), tf.int32)
+  fits = (box_h < height) & (box_w < width)
+  first = tf.argmax(tf.cast(fits, tf.int32), output_type=tf.int32)
+  box_h, box_w = box_h[first], box_w[first]
+  # Uniform integer positions in [0, H - h] and [0, W - w].
+  top = tf.random.stateless_uniform(
+      [], s_top, 0, tf.maximum(height - box_h + 1, 1), tf.int32)
+  left = tf.random.stateless_uniform(
+      [], s_left, 0, tf.maximum(width - box_w + 1, 1), tf.int32)
+  rows = tf.range(height)[:, None]
+  cols = tf.range(width)[None, :]
+  inside = ((rows >= top) & (rows < top + box_h) &
+            (cols >= left) & (cols < left + box_w))
+  erase = (tf.random.stateless_uniform([], s_apply) < probability) & fits[first]
+  noise = tf.random.stateless_normal(shape, s_noise, dtype=image.dtype)
+  return tf.where(erase & inside[:, :, None], noise, image)

@@ -1,0 +1,130 @@
+"""The recipe side of the optimizer: schedule formula, batch scaling, decay masks
+by path, epoch-valued durations."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from configs import common
+from vit_spectral import durations, optim
+from vit_spectral.models import build_model
+
+
+def _schedule_by_formula(t, *, peak, warmup, cooldown, total, init, end):
+  """The documented formula, written out directly."""
+  if t < warmup:
+    return init + (peak - init) * t / warmup
+  if t >= total - cooldown:
+    return end
+  progress = (t - warmup) / (total - cooldown - warmup)
+  return end + (peak - end) * (1 + math.cos(math.pi * progress)) / 2
+
+
+@pytest.mark.parametrize("warmup,cooldown,init,end", [
+    (0, 0, 0.0, 0.0),      # no warmup (LipsFormer)
+    (10, 0, 0.0, 1e-5),    # the spine's default shape with a floor
+    (20, 10, 1e-6, 1e-6),  # paper 004 Table 10 shape
+])
+def test_schedule_matches_formula(warmup, cooldown, init, end):
+  total, peak = 100, 1e-3
+  cfg = common.optim_config("adamw", learning_rate=peak, warmup_steps=warmup,
+                            cooldown_steps=cooldown, warmup_init_learning_rate=init,
+                            end_learning_rate=end)
+  schedule = optim.learning_rate_schedule(cfg, total)
+  for t in (0, 1, 5, warmup, warmup + 1, 50, total - cooldown - 1,
+            total - cooldown, total - 1, total):
+    expected = _schedule_by_formula(t, peak=peak, warmup=warmup, cooldown=cooldown,
+                                    total=total, init=init, end=end)
+    np.testing.assert_allclose(float(schedule(t)), expected, rtol=1e-5, atol=1e-6 * peak,  # float32
+                               err_msg=f"step {t}")
+  if warmup == 0:
+    assert float(schedule(0)) == pytest.approx(peak)  # trains at the peak at once
+
+
+def test_batch_size_scaling():
+  cfg = common.optim_config("adamw", learning_rate=5e-4, base_batch_size=512,
+                            warmup_steps=0)
+  schedule = optim.learning_rate_schedule(cfg, 10, batch_size=1024)
+  assert float(schedule(0)) == pytest.approx(1e-3)
+  with pytest.raises(ValueError, match="batch_size"):
+    optim.learning_rate_schedule(cfg, 10)
+  cfg.base_batch_size = 0
+  with pytest.raises(ValueError, match="base_batch_size"):
+    optim.learning_rate_schedule(cfg, 10, batch_size=8)
+
+
+def test_schedule_rejects_too_long_warmup_and_unresolved_epochs():
+  cfg = common.optim_config("adamw", warmup_steps=8, cooldown_steps=2)
+  with pytest.raises(ValueError, match="cooldown_steps"):
+    optim.learning_rate_schedule(cfg, 10)
+  cfg = common.optim_config("adamw", warmup_epochs=1)
+  with pytest.raises(ValueError, match="warmup_epochs"):
+    optim.make_optimizer(cfg, 100)
+
+
+@pytest.mark.parametrize("encoder_mode", ["scan", "loop"])
+def test_weight_decay_mask_by_path(encoder_mode):
+  model = build_model(dict(hidden_size=16, depth=2, num_heads=2, mlp_dim=32,
+                           patch_size=4, encoder_mode=encoder_mode), num_classes=3)
+  params = jax.eval_shape(
+      lambda: model.init(jax.random.key(0), jnp.zeros((1, 8, 8, 1)))["params"])
+  mask = optim.weight_decay_mask(params, optim.DEIT_NO_DECAY)
+  decayed = {optim.param_path(p) for p, v in
+             jax.tree_util.tree_leaves_with_path(mask) if v}
+  # Independently: the matrices (kernels) and nothing else.
+  kernels = {optim.param_path(p) for p, _ in jax.tree_util.tree_leaves_with_path(params)
+             if optim.param_path(p).endswith("kernel")}
+  assert decayed == kernels
+  all_paths = {optim.param_path(p) for p, _ in jax.tree_util.tree_leaves_with_path(params)}
+  assert {"pos_embedding", "cls"} <= all_paths - decayed
+  # Without DeiT's patterns the (1, T, D) position embedding is decayed.
+  plain = optim.weight_decay_mask(params)
+  assert plain["pos_embedding"] and plain["cls"]
+  # A paper's own exemption by regex, e.g. one layer's MLP.
+  custom = optim.weight_decay_mask(params, (r"mlp/fc1/kernel$",))
+  custom_decayed = {optim.param_path(p) for p, v in
+                    jax.tree_util.tree_leaves_with_path(custom) if v}
+  assert not any("fc1" in p for p in custom_decayed)
+  assert any("fc2" in p for p in custom_decayed)
+
+
+def _config(**fields):
+  config = common.base_config()
+  config.input = common.input_config("digits", image_size=8, batch_size=100)
+  config.optim = common.optim_config("adamw", **fields.pop("optim", {}))
+  for key, value in fields.items():
+    config[key] = value
+  return config
+
+
+def test_durations_resolve_epochs():
+  config = _config(num_epochs=2.5, eval_every=None, eval_every_epochs=0.5,
+                   checkpoint_every=None, checkpoint_every_epochs=1,
+                   optim=dict(warmup_epochs=0.25, cooldown_epochs=1))
+  resolved = durations.resolve(config, num_train_examples=1050)  # 10 steps/epoch
+  assert resolved.total_steps == 25
+  assert resolved.eval_every == 5 and resolved.checkpoint_every == 10
+  assert resolved.optim.warmup_steps == 2  # round(0.25 * 10), half to even
+  assert resolved.optim.cooldown_steps == 10
+  assert resolved.optim.warmup_epochs is None and resolved.num_epochs is None
+  # The original is untouched and steps-valued configs come back unchanged.
+  assert config.eval_every is None
+  steps_config = _config(total_steps=40, optim=dict(warmup_steps=4))
+  same = durations.resolve(steps_config, 1050)
+  assert same.to_dict() == steps_config.to_dict()
+
+
+def test_durations_reject_both_units():
+  config = _config(total_steps=40, eval_every=5, eval_every_epochs=1)
+  with pytest.raises(ValueError, match="eval_every"):
+    durations.resolve(config, 1000)
+  config = _config(total_steps=40, eval_every=None)
+  with pytest.raises(ValueError, match="eval_every"):
+    durations.resolve(config, 1000)
+  config = _config(num_epochs=1)
+  config.input.batch_size = 2000
+  with pytest.raises(ValueError, match="batch_size"):
+    durations.resolve(config, 1000)
