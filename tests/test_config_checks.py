@@ -2,7 +2,7 @@
 
 import pytest
 
-from configs import common, digits_vit
+from configs import digits_vit
 from vit_spectral import config_checks
 from vit_spectral.data import DatasetNotPreparedError
 from vit_spectral import trainer

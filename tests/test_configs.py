@@ -12,8 +12,9 @@ from vit_spectral import config_checks
 from vit_spectral.models import build_model
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Recipe files are the ones with get_config; the others hold shared pieces.
 CONFIGS = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, "configs", "*.py"))
-                 if not os.path.basename(p).startswith(("_", "common")))
+                 if "def get_config" in open(p).read())
 
 
 def test_the_spine_recipes_exist():
@@ -24,7 +25,8 @@ def test_the_spine_recipes_exist():
 def test_config_validates_and_builds(name):
   module = importlib.import_module(f"configs.{name}")
   config = module.get_config()
-  assert module.__doc__ and "python train.py" in module.__doc__, "docstring must carry the launch command"
+  assert module.__doc__ and ("train.py" in module.__doc__ or "launch/" in module.__doc__), \
+      "the docstring must carry the launch command"
   config.input.batch_size = max(8, config.input.batch_size // 8 * 8)
   config.input.eval_batch_size = max(8, config.input.eval_batch_size // 8 * 8)
   config_checks.validate_config(config)

@@ -12,6 +12,8 @@ import numpy as np
 import orbax.checkpoint as ocp
 import pytest
 
+from vit_spectral.data import get_builder
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STEPS = 240
 ARGS = [
@@ -40,6 +42,7 @@ def final_params(workdir):
 @pytest.mark.slow
 def test_sigkill_and_resume_gives_bit_identical_parameters(tmp_path):
   straight, killed = str(tmp_path / "straight"), str(tmp_path / "killed")
+  get_builder("digits")  # prepared once up front, not by whichever run comes first
   subprocess.run(train_cmd(straight), check=True, capture_output=True, timeout=600)
 
   proc = subprocess.Popen(train_cmd(killed), stdout=subprocess.DEVNULL,

@@ -183,39 +183,39 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
   train_metrics = None
   pending = None  # (step, loss) of the previous step, checked one step late
   eval_metrics: dict[str, float] = {}
-  with mesh:
-    for step in range(start_step + 1, total_steps + 1):
-      batch = sharding.global_batch(next(train_iter), mesh)
-      state, step_metrics = train_step(state, batch)
-      # Checking the previous step's loss keeps the device one step ahead.
-      if pending is not None:
-        _check_finite(*pending, ckpt.latest_step())
-      pending = (step, step_metrics.loss.compute())
-      train_metrics = step_metrics if train_metrics is None else train_metrics.merge(step_metrics)
-      report(step, time.time())
+  # Every jitted function carries explicit shardings: no ambient mesh needed.
+  for step in range(start_step + 1, total_steps + 1):
+    batch = sharding.global_batch(next(train_iter), mesh)
+    state, step_metrics = train_step(state, batch)
+    # Checking the previous step's loss keeps the device one step ahead.
+    if pending is not None:
+      _check_finite(*pending, ckpt.latest_step())
+    pending = (step, step_metrics.loss.compute())
+    train_metrics = step_metrics if train_metrics is None else train_metrics.merge(step_metrics)
+    report(step, time.time())
 
-      is_last = step == total_steps
-      if step % config.log_every == 0 or is_last:
-        _check_finite(*pending, ckpt.latest_step())
-        writer.write_scalars(step, {f"train_{k}": v for k, v in train_metrics.compute().items()})
-        train_metrics = None
-      if step % config.eval_every == 0 or is_last:
-        with report.timed("eval"):
-          eval_metrics = evaluate_all(eval_step, state, config, mesh)
-        writer.write_scalars(step, eval_metrics)
-      if robustness.enabled(config.get("robustness")) and (
-          is_last or step % (config.robustness.get("every") or total_steps) == 0):
-        with report.timed("corruption_eval"):
-          corrupt_metrics = evaluate_corruptions(eval_step, state, config, mesh)
-        writer.write_scalars(step, corrupt_metrics)
-        eval_metrics.update(corrupt_metrics)
-      preempted = ckpt.reached_preemption(step)
-      if step % config.checkpoint_every == 0 or is_last or preempted:
-        _check_finite(*pending, ckpt.latest_step())
-        ckpt.save(step, state, force=is_last or preempted)
-      if preempted:
-        logging.warning("preemption signal at step %d: checkpoint saved, exiting", step)
-        break
+    is_last = step == total_steps
+    if step % config.log_every == 0 or is_last:
+      _check_finite(*pending, ckpt.latest_step())
+      writer.write_scalars(step, {f"train_{k}": v for k, v in train_metrics.compute().items()})
+      train_metrics = None
+    if step % config.eval_every == 0 or is_last:
+      with report.timed("eval"):
+        eval_metrics = evaluate_all(eval_step, state, config, mesh)
+      writer.write_scalars(step, eval_metrics)
+    if robustness.enabled(config.get("robustness")) and (
+        is_last or step % (config.robustness.get("every") or total_steps) == 0):
+      with report.timed("corruption_eval"):
+        corrupt_metrics = evaluate_corruptions(eval_step, state, config, mesh)
+      writer.write_scalars(step, corrupt_metrics)
+      eval_metrics.update(corrupt_metrics)
+    preempted = ckpt.reached_preemption(step)
+    if step % config.checkpoint_every == 0 or is_last or preempted:
+      _check_finite(*pending, ckpt.latest_step())
+      ckpt.save(step, state, force=is_last or preempted)
+    if preempted:
+      logging.warning("preemption signal at step %d: checkpoint saved, exiting", step)
+      break
 
   if not eval_metrics:  # resumed at the end: nothing trained, still report
     eval_metrics = evaluate_all(eval_step, state, config, mesh)
