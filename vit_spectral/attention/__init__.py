@@ -10,3 +10,4 @@ from vit_spectral.attention.registry import get_attention, register_attention, r
 
 # Importing a variant's module registers it.
 from vit_spectral.attention import dot_product  # noqa: F401  (registers "dot_product")
+from vit_spectral.attention import cosine  # noqa: F401  (registers "cosine")

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 
 from vit_spectral.attention import get_attention
 from vit_spectral.layers.drop_path import DropPath, linear_drop_path_rates
+from vit_spectral.layers.grid_conv import GridConv
 from vit_spectral.layers.initializers import get_initializer
 from vit_spectral.layers.mlp import MlpBlock
 from vit_spectral.layers.norms import get_norm
@@ -24,6 +25,7 @@ from vit_spectral.models.posemb import POSEMB_CHOICES, sincos_2d
 
 ENCODER_MODES = ("scan", "loop")
 POOLINGS = ("cls", "mean")
+BLOCK_ORDERS = ("pre_norm", "post_norm", "lipsformer")
 # Name of the block module in each mode; the loop appends "_{layer}".
 BLOCK_NAME = "encoderblock"
 
@@ -34,10 +36,21 @@ def _as_float32(tree):
 
 
 class Block(nn.Module):
-  """Pre-norm Transformer block, called as `(x, state), _ = block((x, state), rate, mask)`.
+  """Transformer block, called as `(x, state), _ = block((x, state), rate, mask)`.
 
-  x <- x + DropPath(Dropout(Attn(Norm(x))))
-  x <- x + DropPath(MLP(Norm(x)))
+  Each sub-block f (attention, MLP, and with `conv_block` a depth-wise and a
+  point-wise convolution before them) is a residual branch whose placement of
+  the norm is `block_order` (LipsFormer, paper 001, Table 1):
+
+    "pre_norm" (default):  x <- x + DropPath(α ⊙ f(Norm(x)))
+    "post_norm":           x <- Norm(x + DropPath(α ⊙ f(x)))
+    "lipsformer":          x <- Norm(x + DropPath(α ⊙ f(x)))  with α required
+                           (the LipsFormer block; use norm="center_norm")
+
+  α is the weighted residual shortcut of eq. 4, a learned per-channel vector
+  ("alpha{suffix}", initialised to `residual_alpha`); with `residual_alpha=None`
+  the branch is not weighted (α ≡ 1, no parameter). The attention output goes
+  through dropout before DropPath. Defaults give the plain pre-norm ViT block.
 
   Attributes:
     num_heads: attention heads.
@@ -48,8 +61,15 @@ class Block(nn.Module):
     dropout_rate: dropout after attention and inside the MLP.
     attention_dropout_rate: dropout on attention probabilities.
     deterministic: disables dropout and drop-path.
-    kernel_init: initializer name for Dense kernels.
+    kernel_init: initializer name for Dense and Conv kernels.
     grid_size, num_prefix_tokens: token layout, handed to the attention.
+    block_order: "pre_norm", "post_norm" or "lipsformer" (see above).
+    residual_alpha: initial value of the per-channel residual weight α (eq. 4;
+      LipsFormer uses 1/L, L = number of residual branches); None = no α.
+    conv_block: add LipsFormer's convolution branches (§4.2.1): depth-wise
+      `conv_kernel_size`² then point-wise 1×1 on the patch grid, each its own
+      weighted residual branch ("conv_dw", "conv_pw"); CLS passes around them.
+    conv_kernel_size: side of the depth-wise kernel (7 in the paper).
   """
   num_heads: int
   mlp_dim: int
@@ -62,14 +82,43 @@ class Block(nn.Module):
   kernel_init: str = "xavier_uniform"
   grid_size: tuple[int, int] | None = None
   num_prefix_tokens: int = 0
+  block_order: str = "pre_norm"
+  residual_alpha: float | None = None
+  conv_block: bool = False
+  conv_kernel_size: int = 7
   dtype: Any = jnp.float32
   param_dtype: Any = jnp.float32
+
+  def check_options(self):
+    if self.block_order not in BLOCK_ORDERS:
+      raise ValueError(f"model.block.block_order={self.block_order!r}; choose one "
+                       f"of {list(BLOCK_ORDERS)}")
+    if self.block_order == "lipsformer" and self.residual_alpha is None:
+      raise ValueError("model.block.block_order='lipsformer' needs "
+                       "model.block.residual_alpha (e.g. 1/L for L residual branches)")
+    if self.conv_block and self.grid_size is None:
+      raise ValueError("model.block.conv_block=True needs tokens on a patch grid")
+    if self.conv_kernel_size < 1:
+      raise ValueError(f"model.block.conv_kernel_size={self.conv_kernel_size} "
+                       "must be positive")
+
+  def residual(self, x, branch, suffix: str, drop_path_rate):
+    """One residual sub-block around `branch`: (B, T, D) -> (B, T, D)."""
+    norm = get_norm(self.norm)(dtype=self.dtype, param_dtype=self.param_dtype,
+                               name=f"norm{suffix}")
+    y = branch(norm(x) if self.block_order == "pre_norm" else x)
+    if self.residual_alpha is not None:
+      alpha = self.param(f"alpha{suffix}", nn.initializers.constant(self.residual_alpha),
+                         (x.shape[-1],), self.param_dtype)
+      y = y * alpha.astype(y.dtype)
+    x = x + DropPath(name=f"drop_path{suffix}")(y, drop_path_rate, self.deterministic)
+    return x if self.block_order == "pre_norm" else norm(x)
 
   @nn.compact
   def __call__(self, carry, drop_path_rate, mask=None):
     """carry: (x (B, T, D), state); drop_path_rate: scalar; mask: see attention.base."""
+    self.check_options()
     x, state = carry
-    norm = get_norm(self.norm)
     attention = get_attention(self.attention)(
         num_heads=self.num_heads, dropout_rate=self.attention_dropout_rate,
         deterministic=self.deterministic, kernel_init=self.kernel_init,
@@ -77,16 +126,25 @@ class Block(nn.Module):
         dtype=self.dtype, param_dtype=self.param_dtype, name="attention",
         **dict(self.attention_kwargs or {}))
 
-    y = norm(dtype=self.dtype, param_dtype=self.param_dtype, name="norm1")(x)
-    y, state = attention(y, state, mask)
-    y = nn.Dropout(self.dropout_rate)(y, deterministic=self.deterministic)
-    x = x + DropPath(name="drop_path1")(y, drop_path_rate, self.deterministic)
+    if self.conv_block:
+      for suffix, size, depthwise in (("_dw", self.conv_kernel_size, True),
+                                      ("_pw", 1, False)):
+        conv = GridConv(grid_size=self.grid_size, num_prefix_tokens=self.num_prefix_tokens,
+                        kernel_size=size, depthwise=depthwise,
+                        kernel_init=self.kernel_init, dtype=self.dtype,
+                        param_dtype=self.param_dtype, name=f"conv{suffix}")
+        x = self.residual(x, conv, suffix, drop_path_rate)
 
-    y = norm(dtype=self.dtype, param_dtype=self.param_dtype, name="norm2")(x)
-    y = MlpBlock(mlp_dim=self.mlp_dim, dropout_rate=self.dropout_rate,
-                 deterministic=self.deterministic, kernel_init=self.kernel_init,
-                 dtype=self.dtype, param_dtype=self.param_dtype, name="mlp")(y)
-    x = x + DropPath(name="drop_path2")(y, drop_path_rate, self.deterministic)
+    def attend(y):
+      nonlocal state
+      y, state = attention(y, state, mask)
+      return nn.Dropout(self.dropout_rate)(y, deterministic=self.deterministic)
+
+    x = self.residual(x, attend, "1", drop_path_rate)
+    mlp = MlpBlock(mlp_dim=self.mlp_dim, dropout_rate=self.dropout_rate,
+                   deterministic=self.deterministic, kernel_init=self.kernel_init,
+                   dtype=self.dtype, param_dtype=self.param_dtype, name="mlp")
+    x = self.residual(x, mlp, "2", drop_path_rate)
 
     self.sow("intermediates", "block_output", x)
     return (x, _as_float32(state)), None
