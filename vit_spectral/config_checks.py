@@ -16,7 +16,7 @@ from vit_spectral.layers.initializers import get_initializer
 from vit_spectral.layers.norms import get_norm
 from vit_spectral.models.build import model_kwargs
 from vit_spectral.models.posemb import POSEMB_CHOICES
-from vit_spectral.models.vit import ENCODER_MODES, POOLINGS, Block
+from vit_spectral.models.vit import BLOCK_ORDERS, ENCODER_MODES, POOLINGS, Block
 from vit_spectral.optim import OPTIMIZERS
 
 TRAIN_AUGMENTS = ("none", "pad_crop", "random_resized_crop")
@@ -58,7 +58,12 @@ def validate_model(model_config, image_size: int) -> None:
              f"model.hidden_size={fields['hidden_size']}")
   attention_cls = get_attention(fields["attention"])
   _known_fields(attention_cls, fields["attention_kwargs"], "model.attention")
-  _known_fields(Block, fields.get("block_options") or {}, "model.block")
+  block = fields.get("block_options") or {}
+  _known_fields(Block, block, "model.block")
+  _choice(block.get("block_order", "pre_norm"), BLOCK_ORDERS, "model.block.block_order")
+  if block.get("block_order") == "lipsformer":
+    _require(block.get("residual_alpha") is not None,
+             "model.block.block_order='lipsformer' needs model.block.residual_alpha")
   get_norm(fields.get("norm", "layer_norm"))
   get_initializer(fields.get("kernel_init", "xavier_uniform"))
   _choice(fields.get("pooling", "cls"), POOLINGS, "model.pooling")
