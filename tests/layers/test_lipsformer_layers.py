@@ -102,3 +102,15 @@ def test_grid_conv_rejects_a_wrong_token_count():
   conv = GridConv(grid_size=(2, 2), num_prefix_tokens=1)
   with pytest.raises(ValueError, match="tokens"):
     conv.init(jax.random.key(0), jnp.zeros((1, 4, 3)))
+
+
+@pytest.mark.parametrize("size", [7, 4])
+def test_depthwise_conv_equals_flax_grouped_conv(size):
+  from vit_spectral.layers.grid_conv import DepthwiseConv
+  import flax.linen as nn
+  grid = jax.random.normal(jax.random.key(0), (2, 4, 4, 6))
+  ours = DepthwiseConv(size)
+  params = jax.tree_util.tree_map(lambda a: a + 0.1, ours.init(jax.random.key(1), grid)["params"])
+  flax_conv = nn.Conv(6, (size, size), padding="SAME", feature_group_count=6)
+  np.testing.assert_allclose(ours.apply({"params": params}, grid),
+                             flax_conv.apply({"params": params}, grid), rtol=1e-5, atol=1e-5)

@@ -17,6 +17,35 @@ import jax.numpy as jnp
 from vit_spectral.layers.initializers import get_initializer
 
 
+class DepthwiseConv(nn.Module):
+  """Depth-wise same-padded k×k convolution written as k² shifted multiply-adds.
+
+  Same parameters and result as `nn.Conv(width, (k, k), feature_group_count=width,
+  padding="SAME")` ("kernel" (k, k, 1, width), "bias" (width,)), but XLA:CPU
+  lowers the gradient of a grouped convolution to a slow loop (a LipsFormer
+  step on digits was ~10x slower); on a small patch grid the k² shifted
+  products are cheap on every backend.
+  """
+  kernel_size: int
+  kernel_init: str = "xavier_uniform"
+  dtype: Any = jnp.float32
+  param_dtype: Any = jnp.float32
+
+  @nn.compact
+  def __call__(self, grid):
+    """grid: (B, rows, cols, D) -> (B, rows, cols, D)."""
+    k, width = self.kernel_size, grid.shape[-1]
+    kernel = self.param("kernel", get_initializer(self.kernel_init), (k, k, 1, width),
+                        self.param_dtype).astype(self.dtype)
+    bias = self.param("bias", nn.initializers.zeros, (width,), self.param_dtype)
+    rows, cols = grid.shape[1:3]
+    lo = (k - 1) // 2                                # SAME padding: lo before, k-1-lo after
+    padded = jnp.pad(grid.astype(self.dtype), ((0, 0), (lo, k - 1 - lo), (lo, k - 1 - lo), (0, 0)))
+    out = sum(padded[:, i:i + rows, j:j + cols] * kernel[i, j, 0]
+              for i in range(k) for j in range(k))
+    return out + bias.astype(self.dtype)
+
+
 class GridConv(nn.Module):
   """A same-padded convolution of the grid tokens; zero output on prefix tokens.
 
@@ -47,9 +76,12 @@ class GridConv(nn.Module):
                        f"{self.num_prefix_tokens + rows * cols}")
     prefix, grid = x[:, :self.num_prefix_tokens], x[:, self.num_prefix_tokens:]
     grid = grid.reshape(batch, rows, cols, width)
-    grid = nn.Conv(width, (self.kernel_size, self.kernel_size), padding="SAME",
-                   feature_group_count=width if self.depthwise else 1,
-                   kernel_init=get_initializer(self.kernel_init), dtype=self.dtype,
-                   param_dtype=self.param_dtype, name="conv")(grid)
+    if self.depthwise:
+      grid = DepthwiseConv(self.kernel_size, kernel_init=self.kernel_init, dtype=self.dtype,
+                           param_dtype=self.param_dtype, name="conv")(grid)
+    else:
+      grid = nn.Conv(width, (self.kernel_size, self.kernel_size), padding="SAME",
+                     kernel_init=get_initializer(self.kernel_init), dtype=self.dtype,
+                     param_dtype=self.param_dtype, name="conv")(grid)
     grid = grid.reshape(batch, rows * cols, width)
     return jnp.concatenate([jnp.zeros_like(prefix, dtype=grid.dtype), grid], axis=1)
