@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from vit_spectral.layers.spectral_init import kernel_matrix
 from vit_spectral.models.layouts import scan_to_loop
 from vit_spectral.models.vit import BLOCK_NAME
 
@@ -136,12 +137,15 @@ def gelu_lipschitz() -> float:
 
 def norm_lipschitz(norm: str, norm_params: Mapping[str, Any]) -> float:
   """Lip of a registered norm: CenterNorm's D/(D−1)·max|γ|; LayerNorm has none."""
-  if norm == "center_norm":
-    scale = np.asarray(norm_params.get("scale", np.ones(2)))
-    width = int(np.shape(norm_params["bias"])[-1]) if "bias" in norm_params else scale.shape[-1]
-    return width / (width - 1) * float(np.max(np.abs(scale)))
-  raise ValueError(f"norm={norm!r} has no Lipschitz bound (LayerNorm is not "
-                   "Lipschitz, §4.1.1); use 'center_norm' or include_norms=False")
+  if norm != "center_norm":
+    raise ValueError(f"norm={norm!r} has no Lipschitz bound (LayerNorm is not "
+                     "Lipschitz, §4.1.1); use 'center_norm' or include_norms=False")
+  leaf = norm_params.get("scale", norm_params.get("bias"))
+  if leaf is None:
+    raise ValueError("CenterNorm without scale or bias: its width is unknown")
+  width = np.shape(leaf)[-1]
+  gamma = float(np.max(np.abs(norm_params["scale"]))) if "scale" in norm_params else 1.0
+  return width / (width - 1) * gamma
 
 
 class Branch(NamedTuple):
@@ -173,8 +177,7 @@ def _branch_lip(name: str, params: Mapping[str, Any], block_fields: Mapping[str,
     kernel = np.asarray(params["conv_dw"]["conv"]["kernel"])   # (k, k, 1, D)
     return float(np.abs(kernel).sum(axis=(0, 1, 2)).max())
   if name == "_pw":       # 1×1 conv: a Dense map on every token
-    return matrix_norm(np.asarray(params["conv_pw"]["conv"]["kernel"]).reshape(
-        -1, params["conv_pw"]["conv"]["kernel"].shape[-1]))
+    return matrix_norm(kernel_matrix(params["conv_pw"]["conv"]["kernel"]))
   if name == "1":
     kwargs = dict(block_fields.get("attention_kwargs") or {})
     if block_fields.get("attention", "dot_product") != "cosine":
