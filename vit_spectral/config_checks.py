@@ -20,7 +20,7 @@ from vit_spectral.layers.norms import get_norm
 from vit_spectral.models.build import model_kwargs
 from vit_spectral.models.posemb import POSEMB_CHOICES
 from vit_spectral.models.segments import check_overrides
-from vit_spectral.models.vit import ENCODER_MODES, POOLINGS, STEMS, Block, check_attention_residual
+from vit_spectral.models.vit import BLOCK_ORDERS, ENCODER_MODES, POOLINGS, STEMS, Block, check_attention_residual
 from vit_spectral.optim import OPTIMIZERS
 
 TRAIN_AUGMENTS = ("none", "pad_crop", "random_resized_crop")
@@ -91,6 +91,11 @@ def validate_model(model_config, image_size: int) -> None:
   _known_fields(Block, fields.get("block_options") or {}, "model.block")
   check_attention_residual((fields.get("block_options") or {}).get("attention_residual", "add"),
                            get_attention(fields["attention"]))
+  block = fields.get("block_options") or {}
+  _choice(block.get("block_order", "pre_norm"), BLOCK_ORDERS, "model.block.block_order")
+  if block.get("block_order") == "lipsformer":
+    _require(block.get("residual_alpha") is not None,
+             "model.block.block_order='lipsformer' needs model.block.residual_alpha")
   get_norm(fields.get("norm", "layer_norm"))
   get_initializer(fields.get("kernel_init", "xavier_uniform"))
   _choice(fields.get("stem", "patch"), STEMS, "model.stem")

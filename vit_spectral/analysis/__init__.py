@@ -11,3 +11,6 @@ from vit_spectral.analysis.probe import probe
 from vit_spectral.analysis.similarity import attention_cosine_similarity, token_cosine_similarity
 from vit_spectral.analysis.smoothing import smoothing_rate_bound
 from vit_spectral.analysis.rank import attention_entropy, norm_1_inf, rank_residual_ratio, token_cosine_values, token_residual
+from vit_spectral.analysis.lipschitz import (
+    LipschitzReport, empirical_lipschitz, exp_kappa_bound, lipsformer_lipschitz_bound,
+    multihead_scsa_lipschitz_bound, scsa_lipschitz_bound, vit_lipschitz_bound)

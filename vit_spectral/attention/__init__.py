@@ -18,3 +18,4 @@ from vit_spectral.attention.conv_equivalence import conv_to_quadratic_attention
 from vit_spectral.attention import attn_scale  # noqa: F401  (registers "attn_scale")
 from vit_spectral.attention import hopfield  # noqa: F401  (registers "hopfield")
 from vit_spectral.attention.masks import causal_mask, combine_masks, padding_mask
+from vit_spectral.attention import cosine  # noqa: F401  (registers "cosine")

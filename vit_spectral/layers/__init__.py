@@ -5,3 +5,8 @@ from vit_spectral.layers.feat_scale import FeatScale
 from vit_spectral.layers.initializers import get_initializer, register_initializer, registered_initializers
 from vit_spectral.layers.mlp import MlpBlock
 from vit_spectral.layers.norms import LayerNorm, get_norm, register_norm, registered_norms
+
+# Importing these modules registers "center_norm" and the "spectral" initializer.
+from vit_spectral.layers.center_norm import CenterNorm
+from vit_spectral.layers import spectral_init  # noqa: F401
+from vit_spectral.layers.grid_conv import GridConv

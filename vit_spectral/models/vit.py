@@ -18,6 +18,8 @@ import jax.numpy as jnp
 from vit_spectral.attention import get_attention
 from vit_spectral.layers.drop_path import DropPath, linear_drop_path_rates
 from vit_spectral.layers.feat_scale import FeatScale
+from vit_spectral.layers.grid_conv import GridConv
+from vit_spectral.layers.initializers import get_initializer
 from vit_spectral.layers.mlp import MlpBlock
 from vit_spectral.layers.space_to_depth import space_to_depth
 from vit_spectral.layers.norms import get_norm
@@ -29,6 +31,7 @@ ENCODER_MODES = ("scan", "loop")
 ATTENTION_RESIDUALS = ("add", "replace", "none")
 POOLINGS = ("cls", "mean")
 STEMS = ("patch", "space_to_depth")
+BLOCK_ORDERS = ("pre_norm", "post_norm", "lipsformer")
 
 
 def _as_float32(tree):
@@ -49,24 +52,36 @@ def check_attention_residual(choice: str, attention_cls: type) -> None:
 
 
 class Block(nn.Module):
-  """Pre-norm Transformer block, called as `(x, state), _ = block((x, state), rate, mask)`.
+  """Transformer block, called as `(x, state), _ = block((x, state), rate, mask)`.
 
-  x <- x + DropPath(Dropout(FeatScale?(Attn(Norm(x)))))   attention_residual="add"
-  x <- x + DropPath(MLP(Norm(x)))                  use_mlp=True
+  Each sub-block f (attention, MLP, and with `conv_block` a depth-wise and a
+  point-wise convolution before them) is a residual branch whose placement of
+  the norm is `block_order` (LipsFormer, paper 001, Table 1):
 
-  The two options below default to the standard block (same parameters, same
-  numbers); they serve paper 004 (Hopfield attention, attention-only networks):
+    "pre_norm" (default):  x <- x + DropPath(α ⊙ f(Norm(x)))
+    "post_norm":           x <- Norm(x + DropPath(α ⊙ f(x)))
+    "lipsformer":          x <- Norm(x + DropPath(α ⊙ f(x)))  with α required
+                           (the LipsFormer block; use norm="center_norm")
 
-  * attention_residual="replace": x <- Attn(Norm(x), skip=x). The attention's
-    own skip path (Hopfield's α·skip) takes the block input x and replaces the
-    residual: α·x + (1 - α)·Attn(Norm(x)). Needs a variant with `mixes_skip`
-    (e.g. "hopfield").
+  α is the weighted residual shortcut of eq. 4, a learned per-channel vector
+  ("alpha{suffix}", initialised to `residual_alpha`); with `residual_alpha=None`
+  the branch is not weighted (α ≡ 1, no parameter). The attention output goes
+  through dropout before DropPath. Defaults give the plain pre-norm ViT block.
+
+  Options for the attention branch (defaults: the standard block, same
+  parameters, same numbers):
+
+  * feat_scale: FeatScale (paper 000, eqs. 10-12) re-weights the DC and
+    high-frequency parts of the attention output before dropout.
+  * attention_residual="replace" (paper 004): x <- Attn(Norm(x), skip=x). The
+    attention's own skip path (Hopfield's α·skip) takes the block input x and
+    replaces the residual: α·x + (1 - α)·Attn(Norm(x)). Needs a variant with
+    `mixes_skip` (e.g. "hopfield").
   * attention_residual="none": x <- Attn(Norm(x)), no residual around attention
     (a variant's own skip, if any, still mixes its input Norm(x)).
     In both, the attention output is the stream itself, not a residual branch,
-    so the block's dropout and drop-path (which act on residual branches) are
-    not applied to it; attention-probability dropout and the MLP branch's
-    dropout and drop-path still are.
+    so the block's dropout, drop-path and α do not apply to it; both need
+    block_order="pre_norm".
   * use_mlp=False: no MLP sub-block (and no norm2). With attention_residual=
     "none" this is the attention-only network of Dong et al. / paper 004 Thm 5.2.
 
@@ -79,13 +94,20 @@ class Block(nn.Module):
     dropout_rate: dropout after attention and inside the MLP.
     attention_dropout_rate: dropout on attention probabilities.
     deterministic: disables dropout and drop-path.
-    kernel_init: initializer name for Dense kernels.
+    kernel_init: initializer name for Dense and Conv kernels.
     grid_size, num_prefix_tokens: token layout, handed to the attention.
     feat_scale: re-weight the DC and high-frequency parts of the attention
       output per channel (paper 000, FeatScale, eqs. 10-12; submodule
       "feat_scale"). Off = no parameters, exactly the plain block.
     attention_residual: one of ATTENTION_RESIDUALS (see above).
     use_mlp: whether the block has its MLP sub-block.
+    block_order: "pre_norm", "post_norm" or "lipsformer" (see above).
+    residual_alpha: initial value of the per-channel residual weight α (eq. 4;
+      LipsFormer uses 1/L, L = number of residual branches); None = no α.
+    conv_block: add LipsFormer's convolution branches (§4.2.1): depth-wise
+      `conv_kernel_size`² then point-wise 1×1 on the patch grid, each its own
+      weighted residual branch ("conv_dw", "conv_pw"); CLS passes around them.
+    conv_kernel_size: side of the depth-wise kernel (7 in the paper).
   """
   num_heads: int
   mlp_dim: int
@@ -101,16 +123,45 @@ class Block(nn.Module):
   feat_scale: bool = False
   attention_residual: str = "add"
   use_mlp: bool = True
+  block_order: str = "pre_norm"
+  residual_alpha: float | None = None
+  conv_block: bool = False
+  conv_kernel_size: int = 7
   dtype: Any = jnp.float32
   param_dtype: Any = jnp.float32
+
+  def check_options(self):
+    if self.block_order not in BLOCK_ORDERS:
+      raise ValueError(f"model.block.block_order={self.block_order!r}; choose one "
+                       f"of {list(BLOCK_ORDERS)}")
+    if self.block_order == "lipsformer" and self.residual_alpha is None:
+      raise ValueError("model.block.block_order='lipsformer' needs "
+                       "model.block.residual_alpha (e.g. 1/L for L residual branches)")
+    if self.conv_block and self.grid_size is None:
+      raise ValueError("model.block.conv_block=True needs tokens on a patch grid")
+    if self.conv_kernel_size < 1:
+      raise ValueError(f"model.block.conv_kernel_size={self.conv_kernel_size} "
+                       "must be positive")
+
+  def residual(self, x, branch, suffix: str, drop_path_rate):
+    """One residual sub-block around `branch`: (B, T, D) -> (B, T, D)."""
+    norm = get_norm(self.norm)(dtype=self.dtype, param_dtype=self.param_dtype,
+                               name=f"norm{suffix}")
+    y = branch(norm(x) if self.block_order == "pre_norm" else x)
+    if self.residual_alpha is not None:
+      alpha = self.param(f"alpha{suffix}", nn.initializers.constant(self.residual_alpha),
+                         (x.shape[-1],), self.param_dtype)
+      y = y * alpha.astype(y.dtype)
+    x = x + DropPath(name=f"drop_path{suffix}")(y, drop_path_rate, self.deterministic)
+    return x if self.block_order == "pre_norm" else norm(x)
 
   @nn.compact
   def __call__(self, carry, drop_path_rate, mask=None):
     """carry: (x (B, T, D), state); drop_path_rate: scalar; mask: see attention.base."""
+    self.check_options()
     x, state = carry
     if not isinstance(self.feat_scale, bool):
       raise ValueError(f"model.block.feat_scale={self.feat_scale!r} must be True or False")
-    norm = get_norm(self.norm)
     attention = get_attention(self.attention)(
         num_heads=self.num_heads, dropout_rate=self.attention_dropout_rate,
         deterministic=self.deterministic, kernel_init=self.kernel_init,
@@ -119,26 +170,45 @@ class Block(nn.Module):
         **dict(self.attention_kwargs or {}))
 
     check_attention_residual(self.attention_residual, type(attention))
+    if self.attention_residual != "add" and self.block_order != "pre_norm":
+      raise ValueError(
+          f"model.block.attention_residual={self.attention_residual!r} needs "
+          f"model.block.block_order='pre_norm' (got {self.block_order!r})")
 
-    y = norm(dtype=self.dtype, param_dtype=self.param_dtype, name="norm1")(x)
-    if self.attention_residual == "replace":
-      y, state = attention(y, state, mask, skip=x)
-    else:
-      y, state = attention(y, state, mask)
-    if self.feat_scale:  # paper 000 eqs. 10-12, on the attention output
-      y = FeatScale(dtype=self.dtype, param_dtype=self.param_dtype, name="feat_scale")(y)
+    if self.conv_block:
+      for suffix, size, depthwise in (("_dw", self.conv_kernel_size, True),
+                                      ("_pw", 1, False)):
+        conv = GridConv(grid_size=self.grid_size, num_prefix_tokens=self.num_prefix_tokens,
+                        kernel_size=size, depthwise=depthwise,
+                        kernel_init=self.kernel_init, dtype=self.dtype,
+                        param_dtype=self.param_dtype, name=f"conv{suffix}")
+        x = self.residual(x, conv, suffix, drop_path_rate)
+
+    def attend(y, skip=None):
+      nonlocal state
+      if skip is None:
+        y, state = attention(y, state, mask)
+      else:
+        y, state = attention(y, state, mask, skip=skip)
+      if self.feat_scale:  # paper 000 eqs. 10-12, on the attention output
+        y = FeatScale(dtype=self.dtype, param_dtype=self.param_dtype, name="feat_scale")(y)
+      return y
+
     if self.attention_residual == "add":
-      y = nn.Dropout(self.dropout_rate)(y, deterministic=self.deterministic)
-      x = x + DropPath(name="drop_path1")(y, drop_path_rate, self.deterministic)
-    else:  # no residual branch to drop (see the class docstring)
-      x = y
+      dropout = nn.Dropout(self.dropout_rate)
+      x = self.residual(
+          x, lambda y: dropout(attend(y), deterministic=self.deterministic),
+          "1", drop_path_rate)
+    else:  # the attention output is the stream (see the class docstring)
+      y = get_norm(self.norm)(dtype=self.dtype, param_dtype=self.param_dtype,
+                              name="norm1")(x)
+      x = attend(y, skip=x if self.attention_residual == "replace" else None)
 
     if self.use_mlp:
-      y = norm(dtype=self.dtype, param_dtype=self.param_dtype, name="norm2")(x)
-      y = MlpBlock(mlp_dim=self.mlp_dim, dropout_rate=self.dropout_rate,
-                   deterministic=self.deterministic, kernel_init=self.kernel_init,
-                   dtype=self.dtype, param_dtype=self.param_dtype, name="mlp")(y)
-      x = x + DropPath(name="drop_path2")(y, drop_path_rate, self.deterministic)
+      mlp = MlpBlock(mlp_dim=self.mlp_dim, dropout_rate=self.dropout_rate,
+                     deterministic=self.deterministic, kernel_init=self.kernel_init,
+                     dtype=self.dtype, param_dtype=self.param_dtype, name="mlp")
+      x = self.residual(x, mlp, "2", drop_path_rate)
 
     self.sow("intermediates", "block_output", x)
     return (x, _as_float32(state)), None

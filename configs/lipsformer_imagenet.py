@@ -1,0 +1,56 @@
+r"""LipsFormer-ViT on ImageNet-1k, trained without learning-rate warmup (paper 001).
+
+Launch (ImageNet must be prepared for TFDS by hand, see the README):
+
+  python train.py --config=configs/lipsformer_imagenet.py --workdir=workdir/lipsformer_in1k \
+      --config.input.data_dir=DIR
+  python train.py --config=configs/lipsformer_imagenet.py:size=base ...
+
+A plain (single-stage) ViT with the LipsFormer blocks: CenterNorm, scaled cosine
+attention (τ = 12), spectral init, α = 1/L, 7×7 depth-wise + 1×1 convolution
+branches, LipsFormer block order; 224² images, 16×16 patches. Table 6
+hyper-parameters by size: tiny/small AdamW lr 2e-3, weight decay 0.05, DropPath
+0.2/0.4, betas (0.9, 0.999); base lr 1e-3, weight decay 0.1, DropPath 0.5;
+large as base with betas (0.9, 0.99); eps 1e-8, label smoothing 0.1, cosine
+schedule, no warmup, no gradient clipping, 300 epochs at batch 1024.
+(RandAugment, Mixup/CutMix and EMA of Table 6 are not in this input pipeline.)
+
+The paper's numbers are for its hierarchical Swin/CSwin-based LipsFormers
+(e.g. LipsFormer-CSwin-T 83.5% top-1, LipsFormer-Swin-T 82.7%, Table 2/7); a
+plain ViT with these blocks is expected to train stably without warmup, not to
+match those numbers (DeiT-S, the plain-ViT reference with strong augmentation,
+reaches 79.8%).
+"""
+
+from configs import common
+from configs.lipsformer_parts import lipsformer_model_fields, lipsformer_optim
+from vit_spectral.models.variants import variant_fields
+
+# size -> (ViT variant, lr, weight decay, DropPath, Adam b2)   (Table 6)
+_SIZES = {"tiny": ("Ti/16", 2e-3, 0.05, 0.2, 0.999),
+          "small": ("S/16", 2e-3, 0.05, 0.4, 0.999),
+          "base": ("B/16", 1e-3, 0.1, 0.5, 0.999),
+          "large": ("L/16", 1e-3, 0.1, 0.5, 0.99)}
+
+
+def get_config(arg=None):
+  args = common.parse_arg(arg, size="tiny", epochs=300, batch=1024)
+  if args.size not in _SIZES:
+    raise ValueError(f"size={args.size!r}; choose one of {sorted(_SIZES)}")
+  variant, lr, weight_decay, drop_path, b2 = _SIZES[args.size]
+  depth = variant_fields(variant)["depth"]
+  config = common.base_config()
+  config.num_epochs = args.epochs
+  config.log_every = 100
+  config.eval_every = 5000
+  config.checkpoint_every = 5000
+  config.input = common.input_config(
+      "imagenet2012", image_size=224, batch_size=args.batch, eval_batch_size=1000,
+      eval_split="validation", train_augment="random_resized_crop", flip=True,
+      eval_resize="resize_center_crop", mean=(0.485, 0.456, 0.406),
+      std=(0.229, 0.224, 0.225))
+  config.model = common.model_config(variant, drop_path_rate=drop_path,
+                                     **lipsformer_model_fields(depth))
+  config.optim = lipsformer_optim(lr, weight_decay=weight_decay, b2=b2)
+  config.label_smoothing = 0.1
+  return config

@@ -1,0 +1,116 @@
+"""CenterNorm (eq. 2), spectral initialization (eq. 5) and the grid convolution."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from vit_spectral.analysis import empirical_lipschitz
+from vit_spectral.layers import CenterNorm, GridConv, get_initializer, get_norm
+from vit_spectral.layers.spectral_init import kernel_matrix
+
+
+def test_center_norm_is_eq2_as_an_explicit_matrix():
+  d = 6
+  rng = np.random.default_rng(0)
+  x = rng.standard_normal((3, 4, d)).astype(np.float32)
+  norm = get_norm("center_norm")()
+  params = {"scale": rng.standard_normal(d).astype(np.float32),
+            "bias": rng.standard_normal(d).astype(np.float32)}
+  y = norm.apply({"params": params}, x)
+  centring = np.eye(d) - np.ones((d, d)) / d                  # I − 11ᵀ/D
+  expected = params["scale"] * (d / (d - 1)) * (x @ centring.T) + params["bias"]
+  np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)
+  # No variance division: scaling the centred input scales the output.
+  y0 = norm.apply({"params": {"scale": np.ones(d), "bias": np.zeros(d)}}, x)
+  y3 = norm.apply({"params": {"scale": np.ones(d), "bias": np.zeros(d)}}, 3 * x)
+  np.testing.assert_allclose(y3, 3 * y0, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("d", [2, 16, 64])
+def test_center_norm_lipschitz_constant_is_d_over_d_minus_1(d):
+  norm = CenterNorm()
+  x = jax.random.normal(jax.random.key(d), (5, d))
+  params = norm.init(jax.random.key(0), x)["params"]           # γ = 1, β = 0
+  estimate = empirical_lipschitz(lambda z: norm.apply({"params": params}, z), x)
+  assert abs(estimate - d / (d - 1)) < 1e-3
+
+
+def test_center_norm_rejects_width_one():
+  with pytest.raises(ValueError, match="at least 2"):
+    CenterNorm().init(jax.random.key(0), jnp.zeros((2, 1)))
+
+
+@pytest.mark.parametrize("shape", [(32, 64), (64, 32), (8, 4, 16), (3, 3, 4, 8), (7, 7, 1, 16)])
+def test_spectral_init_has_unit_largest_singular_value(shape):
+  kernel = get_initializer("spectral")(jax.random.key(1), shape)
+  assert kernel.shape == shape
+  matrix = np.asarray(kernel, np.float64).reshape(-1, shape[-1])
+  # the paper's (out, in·k·k) matrix for conv kernels: same singular values
+  out_by_in = np.moveaxis(np.asarray(kernel, np.float64), -1, 0).reshape(shape[-1], -1)
+  assert abs(np.linalg.svd(matrix, compute_uv=False)[0] - 1) < 1e-5
+  assert abs(np.linalg.svd(out_by_in, compute_uv=False)[0] - 1) < 1e-5
+  # It is the Xavier-normal draw, rescaled.
+  xavier = np.asarray(get_initializer("xavier_normal")(jax.random.key(1), shape))
+  np.testing.assert_allclose(np.asarray(kernel), xavier / np.linalg.norm(xavier.reshape(-1, shape[-1]), 2),
+                             rtol=1e-4, atol=1e-6)
+
+
+def test_spectral_init_in_a_model_gives_one_lipschitz_layers():
+  from vit_spectral.models import ViT
+  model = ViT(num_classes=0, patch_size=2, hidden_size=16, depth=1, num_heads=2,
+              mlp_dim=32, kernel_init="spectral", encoder_mode="loop",
+              block_options=dict(conv_block=True, conv_kernel_size=3))
+  params = model.init(jax.random.key(0), jnp.zeros((1, 8, 8, 1)))["params"]
+  block = params["encoder"]["encoderblock_0"]
+  kernels = [block["mlp"]["fc1"]["kernel"], block["mlp"]["fc2"]["kernel"],
+             block["conv_dw"]["conv"]["kernel"], block["conv_pw"]["conv"]["kernel"]]
+  kernels += [block["attention"][n]["kernel"].reshape(16, -1) for n in ("query", "key", "value")]
+  kernels += [block["attention"]["out"]["kernel"].reshape(-1, 16)]
+  for k in kernels:
+    assert abs(np.linalg.norm(np.asarray(kernel_matrix(k)), 2) - 1) < 1e-5
+
+
+@pytest.mark.parametrize("depthwise,size", [(True, 3), (False, 1)])
+def test_grid_conv_matches_an_explicit_convolution_and_skips_cls(depthwise, size):
+  rows, cols, d = 3, 4, 5
+  conv = GridConv(grid_size=(rows, cols), num_prefix_tokens=1, kernel_size=size,
+                  depthwise=depthwise)
+  x = jax.random.normal(jax.random.key(0), (2, 1 + rows * cols, d))
+  params = conv.init(jax.random.key(1), x)["params"]
+  params = jax.tree_util.tree_map(lambda a: a + 0.1, params)   # non-zero bias
+  y = np.asarray(conv.apply({"params": params}, x))
+  kernel = np.asarray(params["conv"]["kernel"])                  # (k, k, in/g, out)
+  bias = np.asarray(params["conv"]["bias"])
+  grid = np.asarray(x)[:, 1:].reshape(2, rows, cols, d)
+  pad = size // 2
+  padded = np.pad(grid, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
+  expected = np.zeros_like(grid)
+  for r in range(rows):
+    for c in range(cols):
+      patch = padded[:, r:r + size, c:c + size]                  # (B, k, k, D)
+      if depthwise:
+        expected[:, r, c] = np.einsum("bijc,ijc->bc", patch, kernel[:, :, 0])
+      else:
+        expected[:, r, c] = np.einsum("bijc,ijco->bo", patch, kernel)
+  expected += bias
+  np.testing.assert_allclose(y[:, 1:].reshape(2, rows, cols, d), expected, rtol=1e-5, atol=1e-5)
+  np.testing.assert_array_equal(y[:, 0], 0.0)
+
+
+def test_grid_conv_rejects_a_wrong_token_count():
+  conv = GridConv(grid_size=(2, 2), num_prefix_tokens=1)
+  with pytest.raises(ValueError, match="tokens"):
+    conv.init(jax.random.key(0), jnp.zeros((1, 4, 3)))
+
+
+@pytest.mark.parametrize("size", [7, 4])
+def test_depthwise_conv_equals_flax_grouped_conv(size):
+  from vit_spectral.layers.grid_conv import DepthwiseConv
+  import flax.linen as nn
+  grid = jax.random.normal(jax.random.key(0), (2, 4, 4, 6))
+  ours = DepthwiseConv(size)
+  params = jax.tree_util.tree_map(lambda a: a + 0.1, ours.init(jax.random.key(1), grid)["params"])
+  flax_conv = nn.Conv(6, (size, size), padding="SAME", feature_group_count=6)
+  np.testing.assert_allclose(ours.apply({"params": params}, grid),
+                             flax_conv.apply({"params": params}, grid), rtol=1e-5, atol=1e-5)

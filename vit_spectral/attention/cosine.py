@@ -1,0 +1,85 @@
+"""Scaled cosine similarity attention, SCSA (LipsFormer, paper 001, §4.1.2, eq. 6).
+
+Per head, with rows of Q = XW^Q, K = XW^K, V = XW^V ℓ2-normalised with the
+smoothing ε inside the square root,
+
+    q̂_i = q_i / sqrt(‖q_i‖² + ε)      (likewise k̂_j, v̂_j)
+    SCSA(X) = ν · softmax(τ · Q̂ K̂ᵀ) · V̂
+
+Because q̂, k̂, v̂ have norm < 1 and the normalisation's Jacobian is bounded by
+ε^{-1/2}‖W‖, SCSA is Lipschitz (Theorem 1; `analysis.lipschitz.scsa_lipschitz_bound`).
+The heads are concatenated and scaled by 1/K (K heads, App. A.2) before the output
+projection, so the multi-head bound is the mean of the per-head bounds times
+‖W^O‖.
+
+Two readings of V, chosen by `normalize_value`:
+  * True (default): the paper's eq. 6 and Theorem 1 — V̂ row-normalised.
+  * False: the authors' released LipsFormer-Swin code, which feeds raw V and
+    uses τ = 10. App. K notes that attention is then *not* Lipschitz (the output
+    grows with ‖V‖); kept for reproducing that code.
+τ = 12 in Table 6.
+"""
+
+from __future__ import annotations
+
+import flax.linen as nn
+import jax.numpy as jnp
+
+from vit_spectral.attention.base import Attention, apply_weights
+from vit_spectral.attention.registry import register_attention
+
+
+def smooth_l2_normalize(x, epsilon: float):
+  """x / sqrt(‖x‖² + ε) over the last axis (the row normalisation of eq. 6)."""
+  x32 = x.astype(jnp.float32)
+  norm = jnp.sqrt(jnp.sum(x32 * x32, axis=-1, keepdims=True) + epsilon)
+  return (x32 / norm).astype(x.dtype)
+
+
+@register_attention("cosine")
+class CosineAttention(Attention):
+  """ν·softmax(τ·Q̂K̂ᵀ)·V̂ per head, heads scaled by 1/K, then projected.
+
+  Call contract: see `vit_spectral.attention.base`.
+
+  Attributes (besides `Attention`'s):
+    tau: logit scale τ (Table 6: 12; the authors' Swin code: 10).
+    nu: output scale ν.
+    learnable_tau, learnable_nu: make τ / ν a learned scalar parameter ("tau",
+      "nu") initialised to the value above; otherwise a constant.
+    epsilon: smoothing ε inside the square root of the normalisation.
+    normalize_value: ℓ2-normalise V (the paper) or not (the authors' code).
+    scale_heads: multiply the head concatenation by 1/K (App. A.2).
+  """
+  tau: float = 12.0
+  nu: float = 1.0
+  learnable_tau: bool = False
+  learnable_nu: bool = False
+  epsilon: float = 1e-6
+  normalize_value: bool = True
+  scale_heads: bool = True
+
+  def scalar(self, name: str, value: float, learnable: bool):
+    if learnable:
+      return self.param(name, nn.initializers.constant(value), (), self.param_dtype)
+    return jnp.asarray(value, self.param_dtype)
+
+  @nn.compact
+  def __call__(self, x, state=None, mask=None):
+    """x: (B, T, D) -> ((B, T, D), state unchanged)."""
+    if self.epsilon <= 0:
+      raise ValueError(f"model.attention.epsilon={self.epsilon} must be positive: "
+                       "it is what keeps the normalisation Lipschitz")
+    q, k, v = self.project_qkv(x)                          # (B, T, H, Dh) each
+    q = smooth_l2_normalize(q, self.epsilon)
+    k = smooth_l2_normalize(k, self.epsilon)
+    if self.normalize_value:
+      v = smooth_l2_normalize(v, self.epsilon)
+    tau = self.scalar("tau", self.tau, self.learnable_tau)
+    nu = self.scalar("nu", self.nu, self.learnable_nu)
+    logits = tau.astype(q.dtype) * jnp.einsum("bthd,bshd->bhts", q, k)
+    weights = self.probabilities(logits, mask)             # (B, H, T, T)
+    y = nu.astype(v.dtype) * apply_weights(weights, v)     # (B, T, H, Dh)
+    if self.scale_heads:
+      y = y / self.num_heads
+    return self.project_out(y, x.shape[-1]), state
