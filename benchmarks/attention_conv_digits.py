@@ -25,38 +25,19 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from configs import digits_quadratic  # noqa: E402
-from vit_spectral import checkpointing, optim, trainer  # noqa: E402
+from vit_spectral import checkpointing, trainer  # noqa: E402
 from vit_spectral.analysis import degenerate_heads, gaussian_heads, plot_attention_centres  # noqa: E402
-from vit_spectral.data import input_pipeline  # noqa: E402
-from vit_spectral.models import build_model  # noqa: E402
-from vit_spectral.train_state import TrainState  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 
 def trained_params(config, workdir: str):
-  """The params of the last checkpoint in `workdir`, restored onto one device."""
-  meta = input_pipeline.dataset_meta(config.input)
-  model = build_model(config.model, meta.num_classes)
-  steps = trainer.total_train_steps(config, meta.num_train_examples)
-  tx, _ = optim.make_optimizer(config.optim, steps)
-
-  def init(rng):
-    params = model.init(rng, jnp.zeros((1, *meta.image_shape)))["params"]
-    return TrainState(step=jnp.zeros((), jnp.int32), params=params, opt_state=tx.init(params))
-
-  abstract = jax.eval_shape(init, jax.random.key(0))
-  one_device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
-  ckpt = checkpointing.Checkpointer(os.path.join(workdir, "checkpoints"), save_every=1,
-                                    async_save=False)
-  state = ckpt.restore(ckpt.latest_step(), abstract,
-                       jax.tree_util.tree_map(lambda _: one_device, abstract))
-  ckpt.close()
-  return state.params
+  """The params of the last checkpoint in `workdir`."""
+  del config
+  return checkpointing.latest_params(workdir)[0]
 
 
 def main():

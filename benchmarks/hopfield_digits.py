@@ -30,37 +30,21 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from configs import digits_vit  # noqa: E402
-from vit_spectral import checkpointing, optim, trainer  # noqa: E402
+from vit_spectral import checkpointing, trainer  # noqa: E402
 from vit_spectral.analysis import attention_entropy, rank_residual_ratio, token_cosine_values  # noqa: E402
 from vit_spectral.data import input_pipeline  # noqa: E402
 from vit_spectral.models import build_model, per_layer  # noqa: E402
-from vit_spectral.train_state import TrainState  # noqa: E402
 
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 
 
 def restore_params(config, workdir: str):
-  """The parameters of the latest checkpoint in `workdir`, on one device."""
+  """The model and the parameters of the latest checkpoint in `workdir`."""
   meta = input_pipeline.dataset_meta(config.input)
-  model = build_model(config.model, meta.num_classes)
-  tx, _ = optim.make_optimizer(config.optim, trainer.total_train_steps(config, meta.num_train_examples))
-
-  def init(rng):
-    params = model.init(rng, jnp.zeros((1, *meta.image_shape)), train=False)["params"]
-    return TrainState(step=jnp.zeros((), jnp.int32), params=params, opt_state=tx.init(params))
-
-  abstract = jax.eval_shape(init, jax.random.key(0))
-  device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
-  ckpt = checkpointing.Checkpointer(os.path.join(workdir, "checkpoints"), save_every=1,
-                                    async_save=False)
-  state = ckpt.restore(ckpt.latest_step(), abstract,
-                       jax.tree_util.tree_map(lambda _: device, abstract))
-  ckpt.close()
-  return model, state.params
+  return build_model(config.model, meta.num_classes), checkpointing.latest_params(workdir)[0]
 
 
 def layer_statistics(config, model, params):

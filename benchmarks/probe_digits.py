@@ -38,8 +38,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import jax  # noqa: E402
 import ml_collections  # noqa: E402
 import numpy as np  # noqa: E402
-import orbax.checkpoint as ocp  # noqa: E402
 
+from vit_spectral import checkpointing  # noqa: E402
 from vit_spectral.analysis import probe  # noqa: E402
 from vit_spectral.data import input_pipeline  # noqa: E402
 from vit_spectral.models import build_model  # noqa: E402
@@ -49,13 +49,8 @@ COLUMNS = ("hc_dc_ratio", "hc_proportion", "token_cosine_similarity",
 
 
 def restore_params(workdir: str):
-  """The parameters of the latest checkpoint in `workdir`/checkpoints."""
-  directory = os.path.abspath(os.path.join(workdir, "checkpoints"))
-  steps = sorted(int(s) for s in os.listdir(directory) if s.isdigit())
-  if not steps:
-    raise FileNotFoundError(f"no checkpoint under {directory}")
-  state = ocp.StandardCheckpointer().restore(os.path.join(directory, str(steps[-1]), "default"))
-  return state["params"], steps[-1]
+  """The parameters of the latest checkpoint in `workdir`, and its step."""
+  return checkpointing.latest_params(workdir)
 
 
 def summary(result) -> np.ndarray:

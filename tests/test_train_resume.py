@@ -12,6 +12,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 import pytest
 
+from vit_spectral.checkpointing import latest_params
 from vit_spectral.data import get_builder
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -63,5 +64,8 @@ def test_sigkill_and_resume_gives_bit_identical_parameters(tmp_path):
   a, b = final_params(straight), final_params(killed)
   assert int(a["step"]) == int(b["step"]) == STEPS
   chex.assert_trees_all_equal(a, b)  # bit for bit: params, optimizer moments, step
+  params, step = latest_params(killed)
+  assert step == STEPS
+  chex.assert_trees_all_equal(params, b["params"])
   # The runs trained: parameters moved away from their initial values.
   assert np.abs(np.asarray(a["params"]["head"]["kernel"])).max() > 0

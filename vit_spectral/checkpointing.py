@@ -55,3 +55,29 @@ class Checkpointer:
 
   def close(self) -> None:
     self.manager.close()
+
+
+def latest_params(workdir: str, step: int | None = None,
+                  key: str = "params") -> tuple[Any, int]:
+  """The parameters saved in a trainer workdir, as host arrays, and their step.
+
+  For analysis and notebooks: no model, optimizer or mesh is needed, the tree is
+  read as stored. `key="ema_params"` reads the EMA parameters of recipes that
+  keep them.
+
+  Raises:
+    FileNotFoundError: `workdir` holds no finished checkpoint (or not `step`).
+  """
+  directory = os.path.join(workdir, "checkpoints")
+  directory = directory if "://" in directory else os.path.abspath(directory)
+  manager = ocp.CheckpointManager(directory, options=ocp.CheckpointManagerOptions(read_only=True))
+  steps = manager.all_steps()
+  manager.close()
+  if not steps or (step is not None and step not in steps):
+    raise FileNotFoundError(f"no checkpoint {'' if step is None else f'at step {step} '}"
+                            f"under {directory} (steps there: {sorted(steps)})")
+  step = max(steps) if step is None else step
+  state = ocp.StandardCheckpointer().restore(os.path.join(directory, str(step), "default"))
+  if state.get(key) is None:
+    raise KeyError(f"the checkpoint at step {step} has no {key!r} (keys: {sorted(state)})")
+  return state[key], step

@@ -19,7 +19,6 @@ from vit_spectral.attention import get_attention
 from vit_spectral.layers.drop_path import DropPath, linear_drop_path_rates
 from vit_spectral.layers.feat_scale import FeatScale
 from vit_spectral.layers.grid_conv import GridConv
-from vit_spectral.layers.initializers import get_initializer
 from vit_spectral.layers.mlp import MlpBlock
 from vit_spectral.layers.space_to_depth import space_to_depth
 from vit_spectral.layers.norms import get_norm
