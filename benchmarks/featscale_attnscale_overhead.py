@@ -28,6 +28,11 @@ times spread over ±40%); the XLA costs are exact:
     accessed +1.97% / +2.75%.
   DeiT-S layer shape (7 rounds × 2 steps): ratio 0.945 / 0.987; flops +0.04% /
     +0.08%, bytes accessed +1.75% / +2.44%.
+Re-measured 2026-11-22 05:45 UTC on the same CPU with nothing else running
+(9 rounds × 4 steps; per-round spread about ±2%):
+  DeiT-S layer shape: 208.2 / 208.5 / 210.3 ms per step (baseline / AttnScale /
+    FeatScale): throughput −0.77% (AttnScale), −0.88% (FeatScale).
+  default (Ti width, 65 tokens): 44.3 / 44.3 / 45.6 ms: −0.07% / −2.49%.
 """
 
 from __future__ import annotations
