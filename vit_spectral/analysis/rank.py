@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
+from vit_spectral.analysis.frequency import hc
+from vit_spectral.analysis.similarity import cosine_gram
+
 
 def _check_rank(x, min_ndim: int, name: str, layout: str) -> None:
   if x.ndim < min_ndim:
@@ -30,8 +33,7 @@ def norm_1_inf(m):
 
 def token_residual(x):
   """Res(X) = X - 1 x̄ᵀ, x̄ = Xᵀ1 / T the token mean (eqs. 25-27). (..., T, D)."""
-  x = jnp.asarray(x, jnp.float32)
-  return x - x.mean(axis=-2, keepdims=True)
+  return hc(jnp.asarray(x, jnp.float32))  # the same split as paper 000's HC[X]
 
 
 def rank_residual_ratio(x):
@@ -62,8 +64,7 @@ def token_cosine_values(x, eps: float = 1e-12):
   """
   x = jnp.asarray(x, jnp.float32)
   _check_rank(x, 2, "x", "(..., tokens, width)")
-  unit = x / jnp.maximum(jnp.linalg.norm(x, axis=-1, keepdims=True), eps)
-  gram = jnp.einsum("...td,...sd->...ts", unit, unit)
+  gram = cosine_gram(x, eps)
   rows, cols = jnp.triu_indices(x.shape[-2], k=1)
   return gram[..., rows, cols]
 

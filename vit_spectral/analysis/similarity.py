@@ -15,14 +15,19 @@ import jax.numpy as jnp
 _TINY = 1e-12
 
 
+def cosine_gram(x, eps: float = _TINY):
+  """x: (..., n, d) -> (..., n, n) cosines between rows (a zero row gets 0)."""
+  norm = jnp.sqrt(jnp.sum(jnp.square(x), axis=-1, keepdims=True))
+  unit = x / jnp.maximum(norm, eps)
+  return jnp.einsum("...id,...jd->...ij", unit, unit)
+
+
 def _mean_abs_cos_between_rows(x):
   """x: (..., n, d) -> mean over i ≠ j of |cos(x_i, x_j)|, (...)."""
   n = x.shape[-2]
   if n < 2:
     raise ValueError(f"cosine similarity needs at least 2 tokens; got {n}")
-  norm = jnp.sqrt(jnp.sum(jnp.square(x), axis=-1, keepdims=True))
-  unit = x / jnp.maximum(norm, _TINY)
-  gram = jnp.abs(jnp.einsum("...id,...jd->...ij", unit, unit))
+  gram = jnp.abs(cosine_gram(x))
   # The diagonal is |cos(x_i, x_i)| (1, or 0 for a zero row): remove it.
   off_diagonal = jnp.sum(gram, axis=(-2, -1)) - jnp.trace(gram, axis1=-2, axis2=-1)
   return off_diagonal / (n * (n - 1))
