@@ -42,7 +42,7 @@ def main(argv):
   import jax
   if _DISTRIBUTED.value:
     jax.distributed.initialize()
-  from vit_spectral import trainer
+  from vit_spectral.training import trainer
 
   config_path = flags.FLAGS["config"].config_filename
   name = os.path.splitext(os.path.basename(config_path.split(":")[0]))[0]

@@ -52,10 +52,10 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import ml_collections  # noqa: E402
 
-from vit_spectral import steps  # noqa: E402
+from vit_spectral.training import steps  # noqa: E402
 from vit_spectral.models import ViT  # noqa: E402
-from vit_spectral.optim import make_optimizer  # noqa: E402
-from vit_spectral.train_state import TrainState  # noqa: E402
+from vit_spectral.training.optim import make_optimizer  # noqa: E402
+from vit_spectral.training.train_state import TrainState  # noqa: E402
 
 VARIANTS = {
     "baseline": dict(attention="dot_product"),

@@ -33,9 +33,9 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 from configs import common  # noqa: E402
-from vit_spectral import optim, steps  # noqa: E402
+from vit_spectral.training import optim, steps  # noqa: E402
 from vit_spectral.models import build_model  # noqa: E402
-from vit_spectral.train_state import TrainState  # noqa: E402
+from vit_spectral.training.train_state import TrainState  # noqa: E402
 
 IMAGE, CLASSES, TOKENS = 224, 1000, (224 // 16) ** 2 + 1
 MB = 1e6

@@ -36,7 +36,7 @@ CONFIGS = ("baseline", "lipsformer", "lipsformer_conv")
 
 def run_one(name: str, rate: float, steps: int, depth: int, width: int) -> dict:
   """Trains one configuration; returns its row of the table."""
-  from vit_spectral import trainer
+  from vit_spectral.training import trainer
 
   arg = (f"lr={rate},steps={steps},depth={depth},width={width},"
          f"baseline={name == 'baseline'},conv={name == 'lipsformer_conv'}")

@@ -22,8 +22,8 @@ cifar100_vit.py (which pick the data set and read the command-line arguments).
 from __future__ import annotations
 
 from configs import common
-from vit_spectral.optim import DEIT_NO_DECAY
-from vit_spectral.robustness import robustness_config
+from vit_spectral.training.optim import DEIT_NO_DECAY
+from vit_spectral.training.robustness import robustness_config
 
 RECIPES = ("park_kim", "table10")
 # Per-channel statistics of the training splits.

@@ -11,7 +11,7 @@ from typing import Any
 
 import ml_collections
 
-from vit_spectral.robustness import robustness_config
+from vit_spectral.training.robustness import robustness_config
 
 
 def _convert(key: str, text: str, default: Any) -> Any:
@@ -93,14 +93,14 @@ def model_config(variant: str | None = None, **fields) -> ml_collections.ConfigD
 
 
 def optim_config(name: str = "adamw", **fields) -> ml_collections.ConfigDict:
-  """The `config.optim` block read by `vit_spectral.optim`."""
+  """The `config.optim` block read by `vit_spectral.training.optim`."""
   base = dict(name=name, learning_rate=1e-3, base_batch_size=None,
               warmup_steps=0, warmup_epochs=None, warmup_init_learning_rate=0.0,
               end_learning_rate=0.0, cooldown_steps=0, cooldown_epochs=None,
               weight_decay=0.05, no_decay_patterns=(), b1=0.9, b2=0.999, eps=1e-8,
               momentum=0.9, nesterov=False, grad_clip_norm=None)
   # A recipe in epochs sets warmup_epochs/cooldown_epochs; the step fields
-  # then step aside (vit_spectral.durations allows one of each pair).
+  # then step aside (vit_spectral.training.durations allows one of each pair).
   for unit in ("warmup", "cooldown"):
     if fields.get(f"{unit}_epochs") is not None and f"{unit}_steps" not in fields:
       base[f"{unit}_steps"] = None
@@ -111,7 +111,7 @@ def optim_config(name: str = "adamw", **fields) -> ml_collections.ConfigDict:
 def mixup_config(mixup_alpha: float = 0.0, cutmix_alpha: float = 0.0,
                  prob: float = 1.0, switch_prob: float = 0.5
                  ) -> ml_collections.ConfigDict:
-  """The `config.mixup` block (`vit_spectral.mixing`); alphas 0 = off."""
+  """The `config.mixup` block (`vit_spectral.training.mixing`); alphas 0 = off."""
   return ml_collections.ConfigDict(dict(
       mixup_alpha=mixup_alpha, cutmix_alpha=cutmix_alpha, prob=prob,
       switch_prob=switch_prob))
@@ -146,7 +146,7 @@ def base_config() -> ml_collections.ConfigDict:
   config.checkpoint_every = 1000
   config.keep_checkpoints = 3
   config.async_checkpointing = True
-  config.eval_every_epochs = None  # instead of eval_every (vit_spectral.durations)
+  config.eval_every_epochs = None  # instead of eval_every (vit_spectral.training.durations)
   config.checkpoint_every_epochs = None  # instead of checkpoint_every
   config.label_smoothing = 0.0
   config.ema_decay = 0.0  # 0 = no EMA (DeiT: 0.99996)

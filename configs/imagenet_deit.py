@@ -24,7 +24,7 @@ attention, batch, epochs, repeated_augment.
 """
 
 from configs import common
-from vit_spectral.optim import DEIT_NO_DECAY
+from vit_spectral.training.optim import DEIT_NO_DECAY
 
 
 def get_config(arg=None):

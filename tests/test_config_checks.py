@@ -3,9 +3,9 @@
 import pytest
 
 from configs import digits_vit
-from vit_spectral import config_checks
+from vit_spectral.training import config_checks
 from vit_spectral.data import DatasetNotPreparedError
-from vit_spectral import trainer
+from vit_spectral.training import trainer
 
 
 def test_the_default_config_is_valid():

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from vit_spectral import config_checks
+from vit_spectral.training import config_checks
 from vit_spectral.models import build_model
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

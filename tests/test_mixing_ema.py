@@ -8,9 +8,9 @@ import numpy as np
 import optax
 import pytest
 
-from vit_spectral import ema, mixing, steps
+from vit_spectral.training import ema, mixing, steps
 from vit_spectral.models import build_model
-from vit_spectral.train_state import TrainState
+from vit_spectral.training.train_state import TrainState
 
 B, H, W, C, K = 6, 8, 8, 3, 5
 # One compile per settings (MixSettings is hashable).

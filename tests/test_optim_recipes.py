@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from configs import common
-from vit_spectral import durations, optim
+from vit_spectral.training import durations, optim
 from vit_spectral.models import build_model
 
 

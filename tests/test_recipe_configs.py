@@ -9,7 +9,7 @@ import pytest  # noqa: E402
 import tensorflow_datasets as tfds  # noqa: E402
 
 from configs import cifar10_vit, cifar100_vit, imagenet_deit  # noqa: E402
-from vit_spectral import config_checks, robustness, trainer  # noqa: E402
+from vit_spectral.training import config_checks, robustness, trainer  # noqa: E402
 
 CORRUPTIONS, SEVERITIES = ("brightness", "fog"), (1, 5)
 # A narrow model: what is under test is the recipe plumbing, not the width.

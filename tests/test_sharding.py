@@ -11,9 +11,9 @@ import pytest
 from jax.sharding import NamedSharding, PartitionSpec as P
 
 from configs import common
-from vit_spectral import checkpointing, optim, sharding, steps
+from vit_spectral.training import checkpointing, optim, sharding, steps
 from vit_spectral.models import build_model
-from vit_spectral.train_state import TrainState
+from vit_spectral.training.train_state import TrainState
 
 MODEL = common.model_config(hidden_size=32, depth=2, num_heads=4, mlp_dim=64, patch_size=2)
 OPTIM = common.optim_config("adamw", learning_rate=1e-2, warmup_steps=1, grad_clip_norm=1.0)

@@ -12,7 +12,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 import pytest
 
-from vit_spectral.checkpointing import latest_params
+from vit_spectral.training.checkpointing import latest_params
 from vit_spectral.data import get_builder
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

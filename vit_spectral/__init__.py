@@ -3,7 +3,7 @@
 JAX/Flax (linen) reimplementations of five papers on oversmoothing in deep ViTs,
 with one model (`vit_spectral.models.ViT`), one attention registry
 (`vit_spectral.attention`), the papers' diagnostics (`vit_spectral.analysis`) and a
-sharded trainer (`vit_spectral.trainer`).
+sharded trainer (`vit_spectral.training`).
 """
 
 __version__ = "0.1.0"

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from vit_spectral import config_checks
+from vit_spectral.training import config_checks
 from vit_spectral.attention import causal_mask, get_attention, padding_mask
 from vit_spectral.models import Encoder, ViT, build_model, model_kwargs, per_layer, scan_to_loop
 

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from configs import digits_vit
-from vit_spectral.config_checks import validate_model
+from vit_spectral.training.config_checks import validate_model
 from vit_spectral.layers import FeatScale
 from vit_spectral.models import ViT, scan_to_loop
-from vit_spectral.optim import param_path, weight_decay_mask
+from vit_spectral.training.optim import param_path, weight_decay_mask
 
 FIELDS = dict(num_classes=10, patch_size=2, hidden_size=16, depth=2, num_heads=2, mlp_dim=32)
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from configs import common
-from vit_spectral import config_checks
+from vit_spectral.training import config_checks
 from vit_spectral.attention import get_attention
 from vit_spectral.layers import GridConv, MlpBlock, get_norm
 from vit_spectral.models import Block

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 from configs import digits_vit
-from vit_spectral import config_checks
+from vit_spectral.training import config_checks
 from vit_spectral.models import ViT, build_model, loop_to_scan, per_layer, scan_to_loop
 from vit_spectral.models.segments import layer_kwargs, segments, star_overrides
-from vit_spectral.optim import weight_decay_mask
+from vit_spectral.training.optim import weight_decay_mask
 
 IMAGES = jax.random.normal(jax.random.key(0), (2, 8, 8, 1))
 

@@ -10,7 +10,7 @@ Table 4) and other "-C" sets come as a directory of NumPy files:
 config "<corruption>_<severity>" of data set `name` (split "test", features
 `image` and `label`), the layout `cifar10_corrupted` has, so that
 `config.robustness.dataset = name` evaluates it
-(`vit_spectral.robustness`); `scripts/prepare_corrupted.py` is the command.
+(`vit_spectral.training.robustness`); `scripts/prepare_corrupted.py` is the command.
 """
 
 from __future__ import annotations

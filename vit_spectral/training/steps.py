@@ -14,8 +14,8 @@ import jax.numpy as jnp
 import optax
 from clu import metrics
 
-from vit_spectral import ema
-from vit_spectral.train_state import TrainState
+from vit_spectral.training import ema
+from vit_spectral.training.train_state import TrainState
 
 
 @flax.struct.dataclass
@@ -50,7 +50,7 @@ def train_step(state: TrainState, batch: dict[str, jax.Array], *, model: nn.Modu
 
   The dropout RNG is `fold_in(base_rng, step)`, so a resumed run draws exactly
   the numbers an uninterrupted one would. Likewise `mix_fn` (Mixup/CutMix,
-  `vit_spectral.mixing.make_mix_fn`) gets `fold_in(mix_rng, step)`. With
+  `vit_spectral.training.mixing.make_mix_fn`) gets `fold_in(mix_rng, step)`. With
   `ema_decay` > 0, `state.ema_params` is updated after the step.
   """
   rng = jax.random.fold_in(base_rng, state.step)

@@ -11,7 +11,7 @@ import dataclasses
 
 import jax
 
-from vit_spectral import durations, ema, mixing, robustness
+from vit_spectral.training import durations, ema, mixing, robustness
 from vit_spectral.attention import get_attention
 from vit_spectral.attention.value_output import STANDARD, check_value_output
 from vit_spectral.data import randaugment
@@ -21,7 +21,7 @@ from vit_spectral.models.build import model_kwargs
 from vit_spectral.models.posemb import POSEMB_CHOICES
 from vit_spectral.models.segments import check_overrides
 from vit_spectral.models.vit import BLOCK_ORDERS, ENCODER_MODES, POOLINGS, STEMS, Block, check_attention_residual
-from vit_spectral.optim import OPTIMIZERS
+from vit_spectral.training.optim import OPTIMIZERS
 
 TRAIN_AUGMENTS = ("none", "pad_crop", "random_resized_crop")
 EVAL_RESIZES = ("none", "resize", "resize_center_crop")

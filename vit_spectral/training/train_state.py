@@ -11,7 +11,7 @@ import jax
 @flax.struct.dataclass
 class TrainState:
   """step: completed optimizer steps; params; opt_state (optax);
-  ema_params: the EMA of params (`vit_spectral.ema`), or None without EMA (an
+  ema_params: the EMA of params (`vit_spectral.training.ema`), or None without EMA (an
   empty subtree: the checkpoint then holds exactly what it held before)."""
   step: jax.Array
   params: Any

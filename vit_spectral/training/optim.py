@@ -7,7 +7,7 @@ Fields of `config.optim`:
     rule, peak = learning_rate * batch_size / B0 (DeiT: 5e-4 * batch / 512).
   warmup_steps: linear warmup from `warmup_init_learning_rate` to the peak
     (0 = no warmup, as LipsFormer trains). `warmup_epochs` instead gives it in
-    epochs (converted by `vit_spectral.durations.resolve`).
+    epochs (converted by `vit_spectral.training.durations.resolve`).
   warmup_init_learning_rate: where the warmup starts (timm's warmup_lr; 0).
   end_learning_rate: floor reached by the cosine decay (timm's min_lr).
   cooldown_steps: steps held at the floor after the cosine ends (timm's
@@ -140,7 +140,7 @@ def make_optimizer(optim_config, total_steps: int, *,
     if optim_config.get(f"{unit}_epochs") is not None:
       raise ValueError(
           f"optim.{unit}_epochs={optim_config[f'{unit}_epochs']} is in epochs: "
-          "convert the config with vit_spectral.durations.resolve first")
+          "convert the config with vit_spectral.training.durations.resolve first")
   schedule = learning_rate_schedule(optim_config, total_steps, batch_size)
   patterns = tuple(optim_config.get("no_decay_patterns", ()))
   mask = lambda params: weight_decay_mask(params, patterns)

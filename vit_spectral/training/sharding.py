@@ -19,7 +19,7 @@ import numpy as np
 from jax.experimental import mesh_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from vit_spectral.optim import param_path
+from vit_spectral.training.optim import param_path
 
 MESH_AXES = ("data", "model")
 

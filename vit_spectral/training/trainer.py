@@ -29,11 +29,11 @@ from absl import logging
 from clu import metric_writers, periodic_actions
 from etils import epath
 
-from vit_spectral import checkpointing, config_checks, optim, sharding, steps
-from vit_spectral import durations, ema, mixing, robustness
+from vit_spectral.training import checkpointing, config_checks, optim, sharding, steps
+from vit_spectral.training import durations, ema, mixing, robustness
 from vit_spectral.data import input_pipeline
 from vit_spectral.models import build_model
-from vit_spectral.train_state import TrainState
+from vit_spectral.training.train_state import TrainState
 
 
 # Stream id folded into the seed's key for Mixup/CutMix; the init and dropout
@@ -91,7 +91,7 @@ def evaluate_all(eval_step, state, config, mesh) -> dict[str, float]:
 
 def evaluate_corruptions(eval_step, state, config, mesh) -> dict[str, float]:
   """Accuracy on every corruption × severity of `config.robustness`, summarised
-  per severity (`vit_spectral.robustness`)."""
+  per severity (`vit_spectral.training.robustness`)."""
   cfg = config.robustness
   params = state.ema_params if cfg.get("use_ema") else state.params
   if params is None:

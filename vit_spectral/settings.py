@@ -1,0 +1,121 @@
+"""Typed config sections: each section of a config has one owner.
+
+The module that uses a section (`data.input_pipeline` for `config.input`,
+`training.optim` for `config.optim`, ...) declares it once as a frozen
+dataclass: its fields, their defaults (the only place a default is written)
+and its checks (`__post_init__`, raising ValueError that names
+`<section>.<field>`, the value and what would be valid). Everything else reads
+the typed object:
+
+  settings = from_config(OptimSettings, config.optim)   # at the edge, once
+  config.optim = to_config(OptimSettings, name="sgd")   # in configs/*.py
+
+`to_config` writes every field into a ConfigDict, so `--config.optim.x=...`
+overrides keep working; a field whose default is None becomes a typed
+placeholder (its annotation's type), so it can be overridden from the command
+line too.
+
+A section class names itself with the class attribute `SECTION` (e.g.
+"input"); error messages use it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from typing import Any, Iterable, Mapping, TypeVar
+
+import ml_collections
+from ml_collections import config_dict
+
+T = TypeVar("T")
+
+
+def require(condition: bool, message: str) -> None:
+  """Raises ValueError(message) unless `condition`."""
+  if not condition:
+    raise ValueError(message)
+
+
+def check_choice(value: Any, choices: Iterable[Any], field: str) -> None:
+  """`field`'s value must be one of `choices`; the error lists them."""
+  choices = list(choices)
+  require(value in choices, f"{field}={value!r}; choose one of {choices}")
+
+
+def check_range(value: float, field: str, low: float | None = None,
+                high: float | None = None, *, low_open: bool = False,
+                high_open: bool = False) -> None:
+  """`low <= value <= high` (a bound that is None is not checked; `*_open`
+  makes that bound strict). The error states the interval."""
+  ok = True
+  if low is not None:
+    ok = ok and (value > low if low_open else value >= low)
+  if high is not None:
+    ok = ok and (value < high if high_open else value <= high)
+  left = "-inf" if low is None else f"{low}"
+  right = "inf" if high is None else f"{high}"
+  interval = f"{'(' if low_open or low is None else '['}{left}, {right}{')' if high_open or high is None else ']'}"
+  require(ok, f"{field}={value} must be in {interval}")
+
+
+def section_name(cls: type) -> str:
+  return getattr(cls, "SECTION", cls.__name__)
+
+
+def field_names(cls: type) -> list[str]:
+  return [f.name for f in dataclasses.fields(cls)]
+
+
+def _plain(value: Any) -> Any:
+  """ConfigDicts -> dicts and lists -> tuples, recursively (frozen-friendly)."""
+  if isinstance(value, (ml_collections.ConfigDict, config_dict.FrozenConfigDict)):
+    value = value.to_dict()
+  if isinstance(value, Mapping):
+    return {k: _plain(v) for k, v in value.items()}
+  if isinstance(value, (list, tuple)):
+    return tuple(_plain(v) for v in value)
+  return value
+
+
+def from_config(cls: type[T], section: Any, **extra: Any) -> T:
+  """A `cls` instance from a config section (ConfigDict, Mapping or None).
+
+  Keys the section lacks take the dataclass defaults; an unknown key raises,
+  naming the section and listing its fields. `extra` adds fields that are not
+  in the config (e.g. values derived by the caller).
+  """
+  values = {} if section is None else dict(_plain(section))
+  names = field_names(cls)
+  unknown = sorted(set(values) - set(names))
+  require(not unknown, f"config.{section_name(cls)} has unknown fields {unknown}; "
+          f"the fields are {sorted(names)}")
+  values.update(extra)
+  return cls(**values)
+
+
+def _placeholder_type(annotation: Any) -> type | None:
+  """`str | None` -> str (the type a None default is overridden with)."""
+  args = [a for a in typing.get_args(annotation) if a is not type(None)]
+  origin = typing.get_origin(annotation)
+  if origin in (typing.Union, types.UnionType) and len(args) == 1:
+    inner = args[0]
+    return typing.get_origin(inner) or inner
+  return None
+
+
+def to_config(settings: Any, **overrides: Any) -> ml_collections.ConfigDict:
+  """The ConfigDict of a section: every field at its value (`settings` an
+  instance) or default (`settings` a class), then `overrides`, validated by
+  building the dataclass once."""
+  cls = settings if isinstance(settings, type) else type(settings)
+  instance = cls(**overrides) if isinstance(settings, type) else dataclasses.replace(
+      settings, **overrides)
+  hints = typing.get_type_hints(cls)
+  out = {}
+  for name in field_names(cls):
+    value = getattr(instance, name)
+    kind = _placeholder_type(hints[name]) if value is None else None
+    out[name] = config_dict.placeholder(kind) if kind in (str, int, float, bool) else value
+  return ml_collections.ConfigDict(out)

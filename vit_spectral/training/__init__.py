@@ -1,0 +1,21 @@
+"""Training machinery: the trainer and what it is built from.
+
+  trainer         the loop (`train_and_evaluate`), evaluation, corruption evals
+  steps           pure train and eval steps
+  train_state     the checkpointed state (step, params, optimizer state, EMA)
+  optim           optax optimizer and learning-rate schedule from `config.optim`
+  ema             parameter EMA
+  mixing          on-device Mixup / CutMix
+  durations       epochs -> steps for durations and cadences
+  robustness      corruption-robustness evaluation
+  sharding        mesh, parameter and batch shardings
+  checkpointing   orbax CheckpointManager wrapper, `latest_params`
+  config_checks   rejects an invalid config before anything compiles
+
+Submodules are imported on use (`from vit_spectral.training import trainer`).
+"""
+
+__all__ = [
+    "checkpointing", "config_checks", "durations", "ema", "mixing", "optim",
+    "robustness", "sharding", "steps", "train_state", "trainer",
+]
