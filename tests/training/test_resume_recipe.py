@@ -15,7 +15,7 @@ import orbax.checkpoint as ocp
 
 from vit_spectral import data
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOTAL, EVERY = 16, 4
 # A tiny model, so three processes fit the test budget; the recipe itself is
 # configs/digits_deit.py (erasing, repeated augmentation, Mixup/CutMix, label

@@ -15,7 +15,7 @@ import pytest
 from vit_spectral.training.checkpointing import latest_params
 from vit_spectral.data import get_builder
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STEPS = 240
 ARGS = [
     f"--config={ROOT}/configs/digits_vit.py:depth=2,width=16,heads=2,steps={STEPS}",
