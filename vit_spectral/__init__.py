@@ -7,3 +7,7 @@ sharded trainer (`vit_spectral.training`).
 """
 
 __version__ = "0.1.0"
+
+# Subpackages, imported on use: `from vit_spectral import analysis` or
+# `from vit_spectral.training import trainer`.
+__all__ = ["analysis", "attention", "data", "layers", "models", "settings", "training"]

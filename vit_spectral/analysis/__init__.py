@@ -1,16 +1,49 @@
 """The papers' diagnostics: pure functions on arrays, and a probe that runs a model.
 
 Each function cites the paper and equation it implements.
+
+  frequency           DC/HC decomposition and ratios (paper 000, Def. 1, App. G.3)
+  attention_spectrum  row norms of F·A·F⁻¹ (paper 000, App. F.2)
+  similarity          attention and token cosine similarity (paper 000, eqs. 75-76)
+  smoothing           the smoothing-rate bound (paper 000, Thm. 3)
+  rank                rank-collapse residuals, token cosines, entropy (paper 004)
+  eigen               dominating eigenvalues, asymmetry of H (paper 003)
+  lipschitz           Lipschitz bounds and an empirical estimate (paper 001)
+  attention_centres   Gaussian head centres and their plot (paper 002)
+  head_pruning        degenerate Gaussian heads and their pruning (paper 002)
+  probe               runs a model and collects the per-layer diagnostics
 """
 
-from vit_spectral.analysis.attention_spectrum import attention_spectrum
-from vit_spectral.analysis.frequency import dc, hc, hc_dc_ratio, hc_proportion
 from vit_spectral.analysis.attention_centres import gaussian_heads, plot_attention_centres
+from vit_spectral.analysis.attention_spectrum import attention_spectrum
+from vit_spectral.analysis.eigen import (
+    Dominating, DominatingCounts, asymmetry, dominating_counts, dominating_eigenvalue,
+    dominating_from_spectra, h_matrix, head_h_spectra, layer_kernels, perron_index,
+    theorem4_dominating)
+from vit_spectral.analysis.frequency import dc, hc, hc_dc_ratio, hc_proportion
 from vit_spectral.analysis.head_pruning import degenerate_heads, prune_heads
-from vit_spectral.analysis.probe import probe
-from vit_spectral.analysis.similarity import attention_cosine_similarity, token_cosine_similarity
-from vit_spectral.analysis.smoothing import smoothing_rate_bound
-from vit_spectral.analysis.rank import attention_entropy, norm_1_inf, rank_residual_ratio, token_cosine_values, token_residual
 from vit_spectral.analysis.lipschitz import (
-    LipschitzReport, empirical_lipschitz, exp_kappa_bound, lipsformer_lipschitz_bound,
-    multihead_scsa_lipschitz_bound, scsa_lipschitz_bound, vit_lipschitz_bound)
+    Branch, LipschitzReport, block_branches, empirical_lipschitz, exp_kappa_bound,
+    gelu_lipschitz, lipsformer_lipschitz_bound, matrix_norm,
+    multihead_scsa_lipschitz_bound, norm_lipschitz, scsa_lipschitz_bound,
+    vit_lipschitz_bound)
+from vit_spectral.analysis.probe import probe
+from vit_spectral.analysis.rank import (
+    attention_entropy, norm_1_inf, rank_residual_ratio, token_cosine_values, token_residual)
+from vit_spectral.analysis.similarity import (
+    attention_cosine_similarity, cosine_gram, token_cosine_similarity)
+from vit_spectral.analysis.smoothing import smoothing_rate_bound
+
+__all__ = [
+    "Branch", "Dominating", "DominatingCounts", "LipschitzReport", "asymmetry",
+    "attention_cosine_similarity", "attention_entropy", "attention_spectrum",
+    "block_branches", "cosine_gram", "dc", "degenerate_heads", "dominating_counts",
+    "dominating_eigenvalue", "dominating_from_spectra", "empirical_lipschitz",
+    "exp_kappa_bound", "gaussian_heads", "gelu_lipschitz", "h_matrix", "hc",
+    "hc_dc_ratio", "hc_proportion", "head_h_spectra", "layer_kernels",
+    "lipsformer_lipschitz_bound", "matrix_norm", "multihead_scsa_lipschitz_bound",
+    "norm_1_inf", "norm_lipschitz", "perron_index", "plot_attention_centres", "probe",
+    "prune_heads", "rank_residual_ratio", "scsa_lipschitz_bound",
+    "smoothing_rate_bound", "theorem4_dominating", "token_cosine_similarity",
+    "token_cosine_values", "token_residual", "vit_lipschitz_bound",
+]
