@@ -11,7 +11,7 @@ centre with its 50% and 90% contours around the query pixel) and a JSON summary
       [--arg=attention=gaussian,steps=1000] [--workdir=workdir/attention_conv_digits]
 
 A workdir that already holds a finished run is only evaluated (the trainer resumes).
-Expected (issue 5): >= 95% test accuracy.
+Target: >= 95% test accuracy.
 """
 
 from __future__ import annotations

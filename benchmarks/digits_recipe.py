@@ -1,4 +1,4 @@
-r"""The full DeiT-style recipe on digits (issue 8: must still reach >= 97%).
+r"""The full DeiT-style recipe on digits (target: >= 97% test accuracy).
 
   nice -n 10 python benchmarks/digits_recipe.py [--steps=4000] [--workdir=DIR]
 

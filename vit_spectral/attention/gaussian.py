@@ -6,7 +6,7 @@ Each head h has a centre Δ_h and a learned 2×2 matrix S_h = Σ_h^{-1/2}; with
     A_qk = −½ (δ − Δ_h)ᵀ Σ_h⁻¹ (δ − Δ_h),   δ = k − q          (eq. 16)
 
 Init (App. A.1): Δ_h ~ N(0, σ² I) and S_h = I + N(0, ε² I). The paper writes
-"N(0, 2I₂)" and "N(0, 0.01 I₂)"; following the issue we read the second argument
+"N(0, 2I₂)" and "N(0, 0.01 I₂)"; we read the second argument
 as a standard deviation (σ = 2, ε = 0.01), so initial heads are close to
 isotropic Gaussians.
 """
