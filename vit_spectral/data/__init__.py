@@ -5,15 +5,22 @@ Importing this package registers the offline `digits` TFDS builder.
 
 from vit_spectral.data.digits import Digits
 from vit_spectral.data.input_pipeline import (
-    EVAL_RESIZES,
     SHIPPED_DATASETS,
-    TRAIN_AUGMENTS,
     DatasetMeta,
     DatasetNotPreparedError,
+    StreamStart,
     create_eval_dataset,
     create_train_dataset,
     dataset_meta,
     get_builder,
+    stream_start,
+    train_split,
+)
+from vit_spectral.data.input_settings import (
+    EVAL_RESIZES,
+    TRAIN_AUGMENTS,
+    InputSettings,
+    input_settings,
 )
 
 __all__ = [
@@ -21,10 +28,15 @@ __all__ = [
     "DatasetMeta",
     "DatasetNotPreparedError",
     "EVAL_RESIZES",
+    "InputSettings",
     "SHIPPED_DATASETS",
+    "StreamStart",
     "TRAIN_AUGMENTS",
     "create_eval_dataset",
     "create_train_dataset",
     "dataset_meta",
     "get_builder",
+    "input_settings",
+    "stream_start",
+    "train_split",
 ]
