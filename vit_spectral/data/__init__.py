@@ -16,6 +16,11 @@ from vit_spectral.data.input_pipeline import (
     stream_start,
     train_split,
 )
+from vit_spectral.data.statistics import (
+    DATASET_STATISTICS,
+    Normalization,
+    dataset_statistics,
+)
 from vit_spectral.data.input_settings import (
     EVAL_RESIZES,
     TRAIN_AUGMENTS,
@@ -24,17 +29,20 @@ from vit_spectral.data.input_settings import (
 )
 
 __all__ = [
+    "DATASET_STATISTICS",
     "Digits",
     "DatasetMeta",
     "DatasetNotPreparedError",
     "EVAL_RESIZES",
     "InputSettings",
+    "Normalization",
     "SHIPPED_DATASETS",
     "StreamStart",
     "TRAIN_AUGMENTS",
     "create_eval_dataset",
     "create_train_dataset",
     "dataset_meta",
+    "dataset_statistics",
     "get_builder",
     "input_settings",
     "stream_start",
