@@ -64,7 +64,7 @@ def park_kim(dataset: str = "cifar100", *, size: str = "Ti", patch: int = 2,
   config = common.base_config()
   _epoch_cadences(config, epochs)
   config.input = common.input_config(
-      dataset, image_size=32, batch_size=batch or 96, eval_batch_size=250,
+      dataset, image_size=32, batch_size=batch or 96, eval_batch_size=256,
       train_split=train_split, eval_split=eval_split, train_augment="pad_crop",
       pad_crop_padding=4, flip=True, mean=stats.mean, std=stats.std)
   config.model = common.model_config(variant=f"{size}/{patch}", drop_path_rate=0.1)
@@ -91,7 +91,7 @@ def table10(dataset: str = "cifar10", *, size: str = "Ti", epochs: float = 300,
   config = common.base_config()
   _epoch_cadences(config, epochs + TABLE10_COOLDOWN_EPOCHS)
   config.input = common.input_config(
-      dataset, image_size=224, batch_size=batch or table_batch, eval_batch_size=250,
+      dataset, image_size=224, batch_size=batch or table_batch, eval_batch_size=256,
       train_split=train_split, eval_split=eval_split,
       train_augment="random_resized_crop", flip=True,
       eval_resize="resize_center_crop",
