@@ -24,8 +24,10 @@ import tensorflow_datasets as tfds
 from vit_spectral.data import digits as digits_lib
 from vit_spectral.data import preprocessing
 from vit_spectral.data import randaugment as randaugment_lib
-from vit_spectral.data.input_settings import (EVAL_RESIZES, TRAIN_AUGMENTS,
-                                              InputSettings, input_settings)
+# EVAL_RESIZES and TRAIN_AUGMENTS are defined with InputSettings and stay
+# importable from here.
+from vit_spectral.data.input_settings import (  # noqa: F401
+    EVAL_RESIZES, TRAIN_AUGMENTS, InputSettings, input_settings)
 
 # Data sets we ship configs/recipes for; any other prepared TFDS name works.
 SHIPPED_DATASETS = ("digits", "cifar10", "cifar100", "imagenet2012")
