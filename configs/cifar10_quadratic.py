@@ -21,6 +21,7 @@ Arguments (`cifar10_quadratic.py:attention=gaussian,epochs=300`): attention
 """
 
 from configs import common
+from vit_spectral.data.statistics import dataset_statistics
 
 # Centres (Δ), widths (log α) and Σ^{-1/2} are not weight-decayed (paper 002, §4.1).
 NO_DECAY_PATTERNS = (r"attention/centers$", r"attention/log_alpha$",
@@ -29,22 +30,21 @@ NO_DECAY_PATTERNS = (r"attention/centers$", r"attention/log_alpha$",
 
 def get_config(arg=None):
   args = common.parse_arg(arg, attention="quadratic", epochs=300)
-  train_examples, batch = 50_000, 100
-  total_steps = args.epochs * (train_examples // batch)
+  stats = dataset_statistics("cifar10")
   config = common.base_config()
   config.num_epochs = args.epochs
   config.log_every = 100
-  config.eval_every = 5_000
-  config.checkpoint_every = 5_000
+  config.eval_every, config.eval_every_epochs = None, 10
+  config.checkpoint_every, config.checkpoint_every_epochs = None, 10
   config.input = common.input_config(
-      "cifar10", image_size=32, batch_size=batch, eval_batch_size=500,
+      "cifar10", image_size=32, batch_size=100, eval_batch_size=500,
       train_augment="pad_crop", pad_crop_padding=4, flip=True,
-      mean=(0.4914, 0.4822, 0.4465), std=(0.2470, 0.2435, 0.2616))
+      mean=stats.mean, std=stats.std)
   config.model = common.model_config(
       hidden_size=400, depth=6, num_heads=9, mlp_dim=512, patch_size=2,
       stem="space_to_depth", pooling="mean", posemb="none", dropout_rate=0.1,
       attention=dict(name=args.attention, full_width_heads=True, shared_value=True))
   config.optim = common.optim_config(
       "sgd", learning_rate=0.1, momentum=0.9, weight_decay=1e-4,
-      warmup_steps=total_steps // 20, no_decay_patterns=NO_DECAY_PATTERNS)
+      warmup_epochs=args.epochs / 20, no_decay_patterns=NO_DECAY_PATTERNS)
   return config

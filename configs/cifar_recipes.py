@@ -1,39 +1,111 @@
-"""The CIFAR ViT recipes of papers 003 and 004, shared by cifar10_vit.py and
-cifar100_vit.py (which pick the data set and read the command-line arguments).
+"""The training recipes of papers 003 and 004, each written once: `park_kim`
+(used by cifar10_vit.py, cifar100_vit.py, cifar100_eigen.py and
+cifar100_vit_ti_fourier.py) and `table10` (used by those two CIFAR files and
+by hopfield_vit.py and hopfield_attention_only.py).
 
 - `park_kim`: paper 003 §5, "the setup of Park & Kim (2022), which follows
-  DeiT": ViT-Ti with 2×2 patches on 32×32 images, AdamW lr 1.25e-4 (no
-  batch-size scaling), weight decay 0.05, batch 96, 300 epochs with 5 warmup
-  epochs, cosine to 0, gradient clipping 1.0, drop-path 0.1, pad-4 crop and
-  flip, RandAugment m9 n2 mstd0.5, random erasing 0.25, Mixup 0.8 / CutMix 0.8
-  (Park & Kim's cifar100_vit.yaml uses 0.8 for both), label smoothing 0.1.
-  Their RandAugment is timm's default op set (randaugment_ops="default"), not
-  DeiT's "increasing" one.
-- `table10`: paper 004 App. G Table 10: ViT-T/S/B/L with 16×16 patches on
-  CIFAR resized to 224, AdamW (eps 1e-8) at the table's "base learning rate"
-  6.25e-5 (read as the learning rate itself: the table gives no reference
-  batch), 300 epochs + 10 cooldown epochs at the floor (timm trains
-  epochs + cooldown), 20 linear warmup epochs from 1e-6, cosine to 1e-6,
-  drop-path 0.1/0.2/0.2/0.3, batch 256/256/128/32, random erasing 0.25,
-  Mixup 0.8, CutMix 1.0, label smoothing 0.1, RandAugment (9, 0.5). Weight
-  decay is not in the table: we use DeiT's 0.05.
+  DeiT" (their cifar100_vit.yaml): ViT-Ti with 2×2 patches on 32×32 images,
+  AdamW lr 1.25e-4 (no batch-size scaling), weight decay 0.05, batch 96, 300
+  epochs with 5 warmup epochs, cosine to 0, gradient clipping 1.0, drop-path
+  0.1, pad-4 crop and flip, RandAugment m9 n2 mstd0.5 on timm's default op
+  set (randaugment_ops="default", not DeiT's "increasing"), random erasing
+  0.25, Mixup 0.8 / CutMix 0.8, label smoothing 0.1.
+- `table10`: paper 004 App. G Table 10 as timm's train.py trains it: ViT-T/S/
+  B/L with 16×16 patches on 224² images (CIFAR resized up), random-resized
+  crop and flip, RandAugment (9, 0.5) with 2 layers (DeiT's), random erasing
+  0.25, Mixup 0.8, CutMix 1.0, label smoothing 0.1, AdamW (eps 1e-8) at the
+  table's "base learning rate" 6.25e-5 (read as the learning rate itself),
+  300 epochs + 10 cooldown epochs at the floor (timm trains epochs +
+  cooldown), 20 linear warmup epochs from 1e-6, cosine to 1e-6, drop-path
+  0.1/0.2/0.2/0.3, batch 256/256/128/32. Not in the table, so timm's/DeiT's
+  choices: ImageNet mean/std (timm normalises with the model's ImageNet
+  statistics), evaluation by resizing the shorter side to 256 and taking the
+  central 224² (crop fraction 0.875), weight decay 0.05 (none on 1-D
+  parameters, position embedding and class token).
 """
 
 from __future__ import annotations
 
+import ml_collections
+
 from configs import common
+from vit_spectral.data.statistics import dataset_statistics
 from vit_spectral.training.optim import DEIT_NO_DECAY
 from vit_spectral.training.robustness import robustness_config
 
 RECIPES = ("park_kim", "table10")
-# Per-channel statistics of the training splits.
-CIFAR_STATS = {
-    "cifar10": ((0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)),
-    "cifar100": ((0.5071, 0.4867, 0.4408), (0.2675, 0.2565, 0.2761)),
-}
-IMAGENET_STATS = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
 # Table 10: size -> (drop-path rate, batch size).
 TABLE10_SIZES = {"Ti": (0.1, 256), "S": (0.2, 256), "B": (0.2, 128), "L": (0.3, 32)}
+TABLE10_COOLDOWN_EPOCHS = 10
+# TFDS name -> (train split, eval split).
+SPLITS = {"cifar10": ("train", "test"), "cifar100": ("train", "test"),
+          "imagenet2012": ("train", "validation")}
+
+
+def _splits(dataset: str) -> tuple[str, str]:
+  if dataset not in SPLITS:
+    raise ValueError(f"config argument dataset={dataset!r}; choose one of {list(SPLITS)}")
+  return SPLITS[dataset]
+
+
+def _epoch_cadences(config: ml_collections.ConfigDict, epochs: float) -> None:
+  config.num_epochs = epochs
+  config.log_every = 100
+  config.eval_every, config.eval_every_epochs = None, 10
+  config.checkpoint_every, config.checkpoint_every_epochs = None, 1
+
+
+def park_kim(dataset: str = "cifar100", *, size: str = "Ti", patch: int = 2,
+             epochs: float = 300, batch: int = 0) -> ml_collections.ConfigDict:
+  """Paper 003's recipe (Park & Kim 2022) for ViT-<size>/<patch> on `dataset`;
+  batch 0 = the recipe's 96."""
+  train_split, eval_split = _splits(dataset)
+  stats = dataset_statistics(dataset)
+  config = common.base_config()
+  _epoch_cadences(config, epochs)
+  config.input = common.input_config(
+      dataset, image_size=32, batch_size=batch or 96, eval_batch_size=256,
+      train_split=train_split, eval_split=eval_split, train_augment="pad_crop",
+      pad_crop_padding=4, flip=True, mean=stats.mean, std=stats.std)
+  config.model = common.model_config(variant=f"{size}/{patch}", drop_path_rate=0.1)
+  config.optim = common.optim_config(
+      "adamw", learning_rate=1.25e-4, warmup_epochs=5, end_learning_rate=0.0,
+      weight_decay=0.05, grad_clip_norm=1.0, no_decay_patterns=DEIT_NO_DECAY)
+  common.deit_augmentation(config)
+  config.input.randaugment_ops = "default"
+  config.mixup.cutmix_alpha = 0.8
+  return config
+
+
+def table10(dataset: str = "cifar10", *, size: str = "Ti", epochs: float = 300,
+            batch: int = 0,
+            drop_path_rate: float | None = None) -> ml_collections.ConfigDict:
+  """Paper 004 App. G Table 10 for ViT-<size>/16 on `dataset`; batch 0 and
+  drop_path_rate None = the table's for `size`. `epochs` excludes the 10
+  cooldown epochs, which are trained after them."""
+  if size not in TABLE10_SIZES:
+    raise ValueError(f"config argument size={size!r}; choose one of {list(TABLE10_SIZES)}")
+  train_split, eval_split = _splits(dataset)
+  table_drop_path, table_batch = TABLE10_SIZES[size]
+  stats = dataset_statistics("imagenet2012")  # timm's default, for every data set
+  config = common.base_config()
+  _epoch_cadences(config, epochs + TABLE10_COOLDOWN_EPOCHS)
+  config.input = common.input_config(
+      dataset, image_size=224, batch_size=batch or table_batch, eval_batch_size=256,
+      train_split=train_split, eval_split=eval_split,
+      train_augment="random_resized_crop", flip=True,
+      eval_resize="resize_center_crop",
+      mean=stats.mean, std=stats.std)
+  config.model = common.model_config(
+      variant=f"{size}/16",
+      drop_path_rate=table_drop_path if drop_path_rate is None else drop_path_rate)
+  config.optim = common.optim_config(
+      "adamw", learning_rate=6.25e-5, warmup_epochs=20,
+      warmup_init_learning_rate=1e-6, end_learning_rate=1e-6,
+      cooldown_epochs=TABLE10_COOLDOWN_EPOCHS, weight_decay=0.05, eps=1e-8,
+      no_decay_patterns=DEIT_NO_DECAY)
+  common.deit_augmentation(config)
+  return config
 
 
 def parse(arg, default_corrupted: str):
@@ -50,51 +122,13 @@ def cifar_config(dataset: str, args):
     raise ValueError(f"recipe={args.recipe!r}; choose one of {list(RECIPES)}")
   if args.size not in TABLE10_SIZES:
     raise ValueError(f"size={args.size!r}; choose one of {list(TABLE10_SIZES)}")
-  config = common.base_config()
-  config.num_epochs = args.epochs
-  config.log_every = 100
-  config.eval_every, config.eval_every_epochs = None, 10
-  config.checkpoint_every, config.checkpoint_every_epochs = None, 1
-  if args.recipe == "park_kim":
-    _park_kim(config, dataset, args)
-  else:
-    _table10(config, dataset, args)
-  common.deit_augmentation(config)
+  recipe = park_kim if args.recipe == "park_kim" else table10
+  config = recipe(dataset, size=args.size, epochs=args.epochs, batch=args.batch)
   config.input.train_fraction = args.fraction
   config.input.data_dir = args.data_dir or None
-  if args.recipe == "park_kim":
-    config.mixup.cutmix_alpha = 0.8
-    config.input.randaugment_ops = "default"
   if args.depth:  # 0 = the size's own depth (12; L: 24)
     config.model.depth = args.depth
   config.model.attention = dict(name=args.attention)
   if args.corrupted:
     config.robustness = robustness_config(args.corrupted)
   return config
-
-
-def _park_kim(config, dataset: str, args) -> None:
-  mean, std = CIFAR_STATS[dataset]
-  config.input = common.input_config(
-      dataset, image_size=32, batch_size=args.batch or 96, eval_batch_size=250,
-      train_augment="pad_crop", pad_crop_padding=4, flip=True, mean=mean, std=std)
-  config.model = common.model_config(variant=f"{args.size}/2", drop_path_rate=0.1)
-  config.optim = common.optim_config(
-      "adamw", learning_rate=1.25e-4, warmup_epochs=5, end_learning_rate=0.0,
-      weight_decay=0.05, grad_clip_norm=1.0, no_decay_patterns=DEIT_NO_DECAY)
-
-
-def _table10(config, dataset: str, args) -> None:
-  drop_path, batch = TABLE10_SIZES[args.size]
-  mean, std = IMAGENET_STATS  # timm's defaults: the images are resized to 224
-  config.num_epochs = args.epochs + 10  # + the cooldown epochs
-  config.input = common.input_config(
-      dataset, image_size=224, batch_size=args.batch or batch,
-      eval_batch_size=250, train_augment="random_resized_crop", flip=True,
-      eval_resize="resize_center_crop", crop_fraction=0.875, mean=mean, std=std)
-  config.model = common.model_config(variant=f"{args.size}/16",
-                                     drop_path_rate=drop_path)
-  config.optim = common.optim_config(
-      "adamw", learning_rate=6.25e-5, warmup_epochs=20,
-      warmup_init_learning_rate=1e-6, end_learning_rate=1e-6, cooldown_epochs=10,
-      weight_decay=0.05, eps=1e-8, no_decay_patterns=DEIT_NO_DECAY)

@@ -11,6 +11,9 @@ from typing import Any
 
 import ml_collections
 
+from vit_spectral import settings
+from vit_spectral.data import randaugment as randaugment_lib
+from vit_spectral.data.input_settings import InputSettings
 from vit_spectral.training.robustness import robustness_config
 
 
@@ -42,36 +45,19 @@ def parse_arg(arg: str | None, **defaults) -> ml_collections.ConfigDict:
   return ml_collections.ConfigDict(result)
 
 
-def input_config(dataset: str, *, image_size: int, batch_size: int,
-                 eval_batch_size: int | None = None, train_split: str = "train",
-                 eval_split: str = "test", train_augment: str = "pad_crop",
-                 pad_crop_padding: int = 4, flip: bool = True,
-                 eval_resize: str = "none", crop_fraction: float = 0.875,
-                 mean=(0.5,), std=(0.5,), shuffle_buffer: int = 10_000,
-                 data_dir: str | None = None, randaugment_layers: int = 0,
-                 randaugment_magnitude: float = 9.0,
-                 randaugment_magnitude_std: float = 0.5,
-                 randaugment_ops: str = "increasing",
-                 random_erasing: float = 0.0, repeated_augment: int = 1,
-                 train_fraction: float = 1.0) -> ml_collections.ConfigDict:
-  """The `config.input` block read by `vit_spectral.data`.
+def input_config(dataset: str, **fields) -> ml_collections.ConfigDict:
+  """The `config.input` block read by `vit_spectral.data`: every field of
+  `InputSettings` at its default, then `fields` (image_size and batch_size are
+  required), checked by building the settings once.
 
-  The last seven fields are the DeiT-recipe options (off by default; see
-  `vit_spectral.data.input_pipeline.OPTIONAL_FIELDS`).
+  Fields whose default is None (data_dir) are typed placeholders, so
+  `--config.input.data_dir=DIR` works; eval_batch_size None becomes batch_size.
   """
-  return ml_collections.ConfigDict(dict(
-      dataset=dataset, data_dir=data_dir, download=False,
-      train_split=train_split, eval_split=eval_split, image_size=image_size,
-      batch_size=batch_size, eval_batch_size=eval_batch_size or batch_size,
-      shuffle_buffer=shuffle_buffer, train_augment=train_augment,
-      pad_crop_padding=pad_crop_padding, flip=flip, eval_resize=eval_resize,
-      crop_fraction=crop_fraction, mean=tuple(mean), std=tuple(std),
-      randaugment_layers=randaugment_layers,
-      randaugment_magnitude=randaugment_magnitude,
-      randaugment_magnitude_std=randaugment_magnitude_std,
-      randaugment_ops=randaugment_ops,
-      random_erasing=random_erasing, repeated_augment=repeated_augment,
-      train_fraction=train_fraction))
+  unknown = sorted(set(fields) - set(settings.field_names(InputSettings)))
+  if unknown:
+    raise ValueError(f"unknown input fields {unknown}; the fields are "
+                     f"{sorted(settings.field_names(InputSettings))}")
+  return settings.to_config(InputSettings, dataset=dataset, **fields)
 
 
 def model_config(variant: str | None = None, **fields) -> ml_collections.ConfigDict:
@@ -121,14 +107,15 @@ def deit_augmentation(config: ml_collections.ConfigDict, *,
                       randaugment: bool = True) -> ml_collections.ConfigDict:
   """Turns on DeiT's data recipe in `config` (in place; returns it).
 
-  RandAugment m9-mstd0.5 with 2 layers, random erasing 0.25, Mixup 0.8 /
-  CutMix 1.0 switched with probability 0.5, label smoothing 0.1 (DeiT
-  main.py defaults; paper 004 Table 10 lists the same).
+  RandAugment m9-mstd0.5 with 2 layers on timm's "increasing" ops, random
+  erasing 0.25, Mixup 0.8 / CutMix 1.0 switched with probability 0.5, label
+  smoothing 0.1 (DeiT main.py defaults; paper 004 Table 10 lists the same).
   """
   if randaugment:
-    config.input.randaugment_layers = 2
-    config.input.randaugment_magnitude = 9.0
-    config.input.randaugment_magnitude_std = 0.5
+    config.input.randaugment_layers = randaugment_lib.NUM_LAYERS
+    config.input.randaugment_magnitude = randaugment_lib.MAGNITUDE
+    config.input.randaugment_magnitude_std = randaugment_lib.MAGNITUDE_STD
+    config.input.randaugment_ops = randaugment_lib.OP_SET
   config.input.random_erasing = 0.25
   config.mixup = mixup_config(mixup_alpha=0.8, cutmix_alpha=1.0)
   config.label_smoothing = 0.1

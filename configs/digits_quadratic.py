@@ -4,7 +4,7 @@ Launch (CPU, a few minutes on 2 cores):
 
   python train.py --config=configs/digits_quadratic.py --workdir=workdir/digits_quadratic
 
-Expected: >= 95% test accuracy on the 360 held-out digits (the issue's target; the
+Expected: >= 95% test accuracy on the 360 held-out digits (the target; the
 paper's CIFAR-10 model reaches 93.8%); seed 0 reached 98.3%. `python benchmarks/attention_conv.py` trains
 it and plots the attention centres.
 

@@ -3,7 +3,8 @@ r"""Skip-free (attention-only) ViT-T of depth 1-12 (paper 004 §5.3, Table 7).
 Every block is attention only: no MLP and no residual around attention
 (`model.block = dict(attention_residual="none", use_mlp=False)`); with
 attention=hopfield the only skip left is MHA's own α·LN(x) inside the module.
-Drop path is off (no residual branch to drop). The rest is the ViT-T recipe of `configs/hopfield_vit.py` (App. G Table 10).
+Drop path is off (no residual branch to drop). The rest is the ViT-T recipe of paper 004 App. G Table 10
+(`configs/cifar_recipes.table10`, as `configs/hopfield_vit.py` uses it).
 
 Launch the sweep (one run per depth and attention):
 
@@ -25,7 +26,7 @@ cifar100), alpha, alpha_hidden (negative = alpha), epochs.
 """
 
 from configs import common
-from configs.hopfield_vit import TABLE_10, table_10_config
+from configs.hopfield_vit import table_10_config
 
 
 def get_config(arg=None):
@@ -33,9 +34,8 @@ def get_config(arg=None):
                           alpha=0.5, alpha_hidden=-1.0, epochs=300, size="Ti")
   if args.size != "Ti":
     raise ValueError(f"config argument size={args.size!r}; Table 7 uses 'Ti' only")
-  _, batch_size = TABLE_10["Ti"]
   # Drop path acts on residual branches; these blocks have none.
-  config = table_10_config(args, drop_path_rate=0.0, batch_size=batch_size,
+  config = table_10_config(args, drop_path_rate=0.0,
                            block=dict(attention_residual="none", use_mlp=False))
   config.model.depth = args.depth
   return config

@@ -23,32 +23,42 @@ Arguments (`imagenet_deit.py:key=value,...`): variant (S/16), depth,
 attention, batch, epochs, repeated_augment.
 """
 
+import ml_collections
+
 from configs import common
+from vit_spectral.data.statistics import dataset_statistics
 from vit_spectral.training.optim import DEIT_NO_DECAY
 
 
-def get_config(arg=None):
-  args = common.parse_arg(arg, variant="S/16", depth=12, attention="dot_product",
-                          batch=1024, epochs=300.0, repeated_augment=3)
+def deit_recipe(*, batch: int = 1024, epochs: float = 300,
+                repeated_augment: int = 3, **model_fields) -> ml_collections.ConfigDict:
+  """DeiT's ImageNet recipe (main.py defaults, see the module docstring) with
+  `common.model_config(**model_fields)` (drop_path_rate defaults to 0.1)."""
+  stats = dataset_statistics("imagenet2012")
   config = common.base_config()
-  config.num_epochs = args.epochs
+  config.num_epochs = epochs
   config.log_every = 100
   config.eval_every, config.eval_every_epochs = None, 1
   config.checkpoint_every, config.checkpoint_every_epochs = None, 1
   config.input = common.input_config(
-      "imagenet2012", image_size=224, batch_size=args.batch, eval_batch_size=1000,
+      "imagenet2012", image_size=224, batch_size=batch, eval_batch_size=1000,
       train_split="train", eval_split="validation",
       train_augment="random_resized_crop", flip=True,
-      eval_resize="resize_center_crop", crop_fraction=0.875,
-      mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225),
-      repeated_augment=args.repeated_augment)
+      eval_resize="resize_center_crop",
+      mean=stats.mean, std=stats.std, repeated_augment=repeated_augment)
   common.deit_augmentation(config)
-  config.model = common.model_config(
-      variant=args.variant, depth=args.depth, drop_path_rate=0.1,
-      attention=dict(name=args.attention))
+  config.model = common.model_config(**{"drop_path_rate": 0.1, **model_fields})
   config.optim = common.optim_config(
       "adamw", learning_rate=5e-4, base_batch_size=512, warmup_epochs=5,
       warmup_init_learning_rate=1e-6, end_learning_rate=1e-5, weight_decay=0.05,
       no_decay_patterns=DEIT_NO_DECAY)
   config.ema_decay = 0.99996
   return config
+
+
+def get_config(arg=None):
+  args = common.parse_arg(arg, variant="S/16", depth=12, attention="dot_product",
+                          batch=1024, epochs=300.0, repeated_augment=3)
+  return deit_recipe(batch=args.batch, epochs=args.epochs,
+                     repeated_augment=args.repeated_augment, variant=args.variant,
+                     depth=args.depth, attention=dict(name=args.attention))

@@ -23,22 +23,22 @@ stable without warmup (a from-scratch ViT of this size typically ends near
 
 from configs import common
 from configs.lipsformer_parts import lipsformer_model_fields, lipsformer_optim
+from vit_spectral.data.statistics import dataset_statistics
 
-_STATS = {"cifar10": ((0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)),
-          "cifar100": ((0.5071, 0.4865, 0.4409), (0.2673, 0.2564, 0.2762))}
+DATASETS = ("cifar10", "cifar100")
 
 
 def get_config(arg=None):
   args = common.parse_arg(arg, dataset="cifar10", depth=12, width=384, heads=6,
                           lr=2e-3, epochs=300, batch=256)
-  if args.dataset not in _STATS:
-    raise ValueError(f"dataset={args.dataset!r}; choose one of {sorted(_STATS)}")
-  mean, std = _STATS[args.dataset]
+  if args.dataset not in DATASETS:
+    raise ValueError(f"dataset={args.dataset!r}; choose one of {list(DATASETS)}")
+  mean, std = dataset_statistics(args.dataset)
   config = common.base_config()
   config.num_epochs = args.epochs
   config.log_every = 100
-  config.eval_every = 2000
-  config.checkpoint_every = 2000
+  config.eval_every, config.eval_every_epochs = None, 10
+  config.checkpoint_every, config.checkpoint_every_epochs = None, 1
   config.input = common.input_config(
       args.dataset, image_size=32, batch_size=args.batch, eval_batch_size=500,
       train_augment="pad_crop", pad_crop_padding=4, flip=True, mean=mean, std=std)

@@ -29,8 +29,7 @@ def get_config(arg=None):
   config.checkpoint_every = args.steps
   config.input = common.input_config(
       "digits", image_size=8, batch_size=128, eval_batch_size=360,
-      train_augment="pad_crop", pad_crop_padding=1, flip=False,
-      mean=(0.5,), std=(0.5,), shuffle_buffer=2048)
+      train_augment="pad_crop", pad_crop_padding=1, flip=False, shuffle_buffer=2048)
   shape = dict(hidden_size=args.width, depth=args.depth, num_heads=args.heads,
                mlp_dim=2 * args.width, patch_size=2, dropout_rate=0.0)
   if not args.baseline:

@@ -119,3 +119,68 @@ def test_prepared_corruption_set_is_read_per_severity(tmp_path):
     np.save(npy / "fog.npy", images[:7])
     np.save(npy / "labels.npy", labels[:7])
     corrupted.store_corruptions(str(npy), "bad_corrupted", data_dir, 3)
+
+
+# Paper 004 App. G Table 10, read from the paper (not from the recipe code).
+TABLE10 = dict(drop_path={"Ti": 0.1, "S": 0.2, "B": 0.2, "L": 0.3},
+               batch={"Ti": 256, "S": 256, "B": 128, "L": 32},
+               epochs=300, cooldown=10, warmup=20, lr=6.25e-5, floor=1e-6, eps=1e-8)
+
+
+@pytest.mark.parametrize("size,dataset", [("Ti", "cifar10"), ("B", "cifar100"),
+                                          ("L", "cifar10")])
+def test_table10_has_one_source(size, dataset):
+  """hopfield_vit.py (attention=dot_product) and cifarXX_vit.py:recipe=table10
+  build the same Table-10 run, and it is the paper's."""
+  from configs import hopfield_vit  # noqa: PLC0415
+  cifar = {"cifar10": cifar10_vit, "cifar100": cifar100_vit}[dataset]
+  a = hopfield_vit.get_config(f"size={size},dataset={dataset},attention=dot_product")
+  b = cifar.get_config(f"recipe=table10,size={size},corrupted=")
+  for section in ("input", "optim", "mixup", "model"):
+    assert a[section].to_dict() == b[section].to_dict(), section
+  for field in ("num_epochs", "label_smoothing", "ema_decay", "eval_every_epochs",
+                "checkpoint_every_epochs"):
+    assert a[field] == b[field], field
+  assert a.num_epochs == TABLE10["epochs"] + TABLE10["cooldown"]
+  assert a.optim.cooldown_epochs == TABLE10["cooldown"]
+  assert a.optim.warmup_epochs == TABLE10["warmup"]
+  assert a.optim.warmup_init_learning_rate == TABLE10["floor"]
+  assert a.optim.end_learning_rate == TABLE10["floor"]
+  assert (a.optim.learning_rate, a.optim.eps) == (TABLE10["lr"], TABLE10["eps"])
+  assert a.model.drop_path_rate == TABLE10["drop_path"][size]
+  assert a.input.batch_size == TABLE10["batch"][size]
+  assert (a.input.image_size, a.model.variant) == (224, f"{size}/16")
+  assert (a.input.randaugment_magnitude, a.input.randaugment_magnitude_std) == (9, 0.5)
+  assert a.input.randaugment_layers > 0 and a.input.random_erasing == 0.25
+  assert (a.mixup.mixup_alpha, a.mixup.cutmix_alpha, a.label_smoothing) == (0.8, 1.0, 0.1)
+
+
+def test_statistics_have_one_source():
+  """Every recipe normalises a data set with the same statistics."""
+  from configs import (cifar10_quadratic, cifar100_eigen,  # noqa: PLC0415
+                       cifar100_vit_ti_fourier, imagenet_deit_s_fourier,
+                       lipsformer_cifar, lipsformer_imagenet)
+  from vit_spectral.data import DATASET_STATISTICS  # noqa: PLC0415
+  by_dataset = {}
+  for config in (cifar10_vit.get_config(), cifar100_vit.get_config(),
+                 cifar100_eigen.get_config(), cifar100_vit_ti_fourier.get_config(),
+                 lipsformer_cifar.get_config(), lipsformer_cifar.get_config("dataset=cifar100"),
+                 cifar10_quadratic.get_config(), imagenet_deit.get_config(),
+                 imagenet_deit_s_fourier.get_config(), lipsformer_imagenet.get_config()):
+    by_dataset.setdefault(config.input.dataset, set()).add(
+        (tuple(config.input.mean), tuple(config.input.std)))
+  assert sorted(by_dataset) == ["cifar10", "cifar100", "imagenet2012"]
+  for dataset, stats in by_dataset.items():
+    assert stats == {tuple(DATASET_STATISTICS[dataset])}, dataset
+
+
+def test_paper_003_recipes_are_park_and_kims():
+  """cifar100_eigen.py and cifar100_vit_ti_fourier.py train with the recipe of
+  cifar100_vit.py:recipe=park_kim (paper 003 §5), augmentations included."""
+  from configs import cifar100_eigen, cifar100_vit_ti_fourier  # noqa: PLC0415
+  reference = cifar100_vit.get_config("recipe=park_kim,corrupted=")
+  for config in (cifar100_eigen.get_config(), cifar100_vit_ti_fourier.get_config()):
+    for section in ("input", "optim", "mixup"):
+      assert config[section].to_dict() == reference[section].to_dict(), section
+    assert config.label_smoothing == reference.label_smoothing == 0.1
+    assert config.input.randaugment_layers > 0 and config.mixup.mixup_alpha > 0

@@ -5,26 +5,46 @@ Importing this package registers the offline `digits` TFDS builder.
 
 from vit_spectral.data.digits import Digits
 from vit_spectral.data.input_pipeline import (
-    EVAL_RESIZES,
     SHIPPED_DATASETS,
-    TRAIN_AUGMENTS,
     DatasetMeta,
     DatasetNotPreparedError,
+    StreamStart,
     create_eval_dataset,
     create_train_dataset,
     dataset_meta,
     get_builder,
+    stream_start,
+    train_split,
+)
+from vit_spectral.data.statistics import (
+    DATASET_STATISTICS,
+    Normalization,
+    dataset_statistics,
+)
+from vit_spectral.data.input_settings import (
+    EVAL_RESIZES,
+    TRAIN_AUGMENTS,
+    InputSettings,
+    input_settings,
 )
 
 __all__ = [
+    "DATASET_STATISTICS",
     "Digits",
     "DatasetMeta",
     "DatasetNotPreparedError",
     "EVAL_RESIZES",
+    "InputSettings",
+    "Normalization",
     "SHIPPED_DATASETS",
+    "StreamStart",
     "TRAIN_AUGMENTS",
     "create_eval_dataset",
     "create_train_dataset",
     "dataset_meta",
+    "dataset_statistics",
     "get_builder",
+    "input_settings",
+    "stream_start",
+    "train_split",
 ]

@@ -2,8 +2,9 @@
 
 Works unchanged for `digits`, `cifar10`, `cifar100`, `imagenet2012` and any
 prepared TFDS data set with an `image` (uint8 Image) and a `label`
-(ClassLabel) feature. The trainer passes `config.input` as `cfg`; the fields
-it must have are listed in the module-level CONFIG_FIELDS.
+(ClassLabel) feature. Every entry point takes `config.input` as `cfg`: an
+`InputSettings` (what the trainer passes) or the ConfigDict section, converted
+once at entry.
 
 Determinism: the training stream is a pure function of (data set, split,
 process_index, process_count, cfg, seed): shuffling uses explicit per-epoch
@@ -23,30 +24,13 @@ import tensorflow_datasets as tfds
 from vit_spectral.data import digits as digits_lib
 from vit_spectral.data import preprocessing
 from vit_spectral.data import randaugment as randaugment_lib
+# EVAL_RESIZES and TRAIN_AUGMENTS are defined with InputSettings and stay
+# importable from here.
+from vit_spectral.data.input_settings import (  # noqa: F401
+    EVAL_RESIZES, TRAIN_AUGMENTS, InputSettings, input_settings)
 
 # Data sets we ship configs/recipes for; any other prepared TFDS name works.
 SHIPPED_DATASETS = ("digits", "cifar10", "cifar100", "imagenet2012")
-TRAIN_AUGMENTS = ("none", "pad_crop", "random_resized_crop")
-EVAL_RESIZES = ("none", "resize", "resize_center_crop")
-
-# Fields of `config.input` read by this module (documentation and tests).
-CONFIG_FIELDS = (
-    "dataset", "data_dir", "download", "train_split", "eval_split",
-    "image_size", "batch_size", "eval_batch_size", "shuffle_buffer",
-    "train_augment", "pad_crop_padding", "flip", "eval_resize",
-    "crop_fraction", "mean", "std", "train_fraction",
-)
-# Optional fields (recipes of issue 8); absent or at these values, the stream
-# is bit-identical to the one without them.
-OPTIONAL_FIELDS = {
-    "randaugment_layers": 0,  # RandAugment N; 0 = off
-    "randaugment_magnitude": 9.0,  # M in [0, 10]
-    "randaugment_magnitude_std": 0.5,  # noise on M per op
-    "randaugment_ops": "increasing",  # timm's op set: "increasing" | "default"
-    "random_erasing": 0.0,  # probability (DeiT 0.25)
-    "repeated_augment": 1,  # copies of each example per epoch (DeiT 3)
-    "train_fraction": 1.0,  # train on the first fraction of train_split
-}
 
 # Independent random streams derived from the user's seed, so that changing
 # how examples are shuffled never changes how they are augmented and v.v.
@@ -187,24 +171,16 @@ def get_builder(
 
 
 # ---------------------------------------------------------------------------
-# Config checks.
+# Checks that need the process count or the data set (the others are
+# InputSettings').
 # ---------------------------------------------------------------------------
 
 
-def _choice(cfg: Any, field: str, choices: tuple[str, ...]) -> str:
-  value = cfg[field]
-  if value not in choices:
-    raise ValueError(
-        f"config.input.{field}={value!r} is not one of {', '.join(choices)}."
-    )
-  return value
-
-
 def _local_batch_size(global_size: int, process_count: int, field: str) -> int:
-  if global_size <= 0 or global_size % process_count:
+  if global_size % process_count:
     raise ValueError(
-        f"config.input.{field}={global_size} must be a positive multiple of "
-        f"the process count ({process_count})."
+        f"config.input.{field}={global_size} must be a multiple of the process "
+        f"count ({process_count})."
     )
   return global_size // process_count
 
@@ -239,15 +215,14 @@ def _channels(builder: tfds.core.DatasetBuilder) -> int:
   return channels
 
 
-def _check_normalization(cfg: Any, channels: int) -> None:
+def _check_normalization(cfg: InputSettings, channels: int) -> None:
   for field in ("mean", "std"):
-    if len(cfg[field]) != channels:
+    values = getattr(cfg, field)
+    if len(values) != channels:
       raise ValueError(
-          f"config.input.{field} has {len(cfg[field])} values but the data set "
+          f"config.input.{field} has {len(values)} values but the data set "
           f"{cfg.dataset!r} has {channels} channel(s)."
       )
-  if any(s <= 0 for s in cfg.std):
-    raise ValueError(f"config.input.std must be positive, got {cfg.std}.")
 
 
 def _check_native_size(
@@ -309,42 +284,29 @@ def _options() -> tf.data.Options:
 # ---------------------------------------------------------------------------
 
 
-def _optional(cfg: Any, field: str):
-  value = cfg.get(field, OPTIONAL_FIELDS[field])
-  return OPTIONAL_FIELDS[field] if value is None else value
-
-
-def train_split(cfg: Any, builder: tfds.core.DatasetBuilder) -> str:
+def train_split(cfg: InputSettings | Any, builder: tfds.core.DatasetBuilder) -> str:
   """`cfg.train_split`, cut to its first `train_fraction` of examples.
 
   The data-efficiency runs of paper 003 (Table 2) train on the first 10% /
   50% / 100% of the CIFAR-100 training split: the first round(f * N) examples
   in TFDS order (a fixed subset, the same on every run and process count).
-
-  Raises:
-    ValueError: fraction outside (0, 1], or combined with a sliced split.
+  (InputSettings checks the fraction and that the split is not sliced.)
   """
-  fraction = float(_optional(cfg, "train_fraction"))
-  if not 0.0 < fraction <= 1.0:
-    raise ValueError(
-        f"config.input.train_fraction={fraction} must be in (0, 1].")
-  if fraction == 1.0:
+  cfg = input_settings(cfg)
+  if cfg.train_fraction == 1.0:
     return cfg.train_split
-  if "[" in cfg.train_split:
-    raise ValueError(
-        f"config.input.train_fraction={fraction} cannot be combined with the "
-        f"sliced config.input.train_split={cfg.train_split!r}; slice one way.")
   total = _num_examples(_read_records(builder, cfg.train_split),
                         "config.input.train_split")
-  count = max(int(round(fraction * total)), 1)
+  count = max(int(round(cfg.train_fraction * total)), 1)
   return f"{cfg.train_split}[:{count}]"
 
 
-def dataset_meta(cfg: Any) -> DatasetMeta:
+def dataset_meta(cfg: InputSettings | Any) -> DatasetMeta:
   """Returns the DatasetMeta for `cfg` (prepares `digits` if needed).
 
   Example counts are those TFDS reports for the splits (no data is read).
   """
+  cfg = input_settings(cfg)
   builder = get_builder(cfg.dataset, cfg.data_dir, cfg.download)
   channels = _channels(builder)
   return DatasetMeta(
@@ -369,109 +331,52 @@ def _seed_key(seed: int, stream: int, process_index: int) -> tf.Tensor:
   return tf.random.experimental.stateless_fold_in(key, process_index)
 
 
-def create_train_dataset(
-    cfg: Any,
-    *,
-    seed: int,
-    start_step: int = 0,
-    process_index: int | None = None,
-    process_count: int | None = None,
-) -> tf.data.Dataset:
-  """Infinite, deterministic, resumable training stream for this process.
+@dataclasses.dataclass(frozen=True)
+class StreamStart:
+  """Where the training stream of one process starts, for `start_step`.
 
-  Design. This process reads its own slice of `cfg.train_split`
-  (`tfds.split_for_jax_process`) as undecoded records in a fixed order. Epoch
-  e is that slice shuffled with a buffer of `cfg.shuffle_buffer` and a seed
-  derived statelessly from (seed, process_index, e); epochs are chained with
-  `Dataset.counter(start_epoch).flat_map(...)`. Example number g of the stream
-  (g counts from 0 at step 0, across epochs) is decoded and augmented with a
-  stateless seed derived from (seed, process_index, g). Batches are formed
-  with drop_remainder=True over the chained stream, so a batch may straddle an
-  epoch boundary and no example is ever dropped.
+  The stream is epochs of `records_per_epoch` shuffled records, each record
+  repeated `repeats` times in a row (repeated augmentation), so an epoch is
+  `examples_per_epoch` = records_per_epoch · repeats examples; batches of
+  `local_batch` run across epoch boundaries.
 
-  Resume. With N examples in this process's slice and B the local batch,
-  `start_step=k` starts at epoch (k*B) // N, skips the first (k*B) % N
-  shuffled records of that epoch and numbers examples from g = k*B, giving
-  exactly the stream of `start_step=0` without its first k batches. The skip
-  happens before decoding: resuming reads at most one epoch of raw (encoded)
-  records, plus the shuffle buffer fill, and decodes nothing extra.
-
-  Recipe options (OPTIONAL_FIELDS; each off by default). After crop and flip:
-  RandAugment (`randaugment.randaugment`, fill = cfg.mean); after
-  normalisation: random erasing. Both draw from seeds folded from example g's
-  seed, so they resume exactly too. Repeated augmentation (Hoffer et al.,
-  2020; DeiT's RASampler) with r = repeated_augment puts r consecutive copies
-  of each shuffled record in the stream (each its own g, so its own
-  augmentation): an epoch of the stream is then r*N examples and the resume
-  arithmetic above runs over those. `train_fraction` restricts the split
-  first (`train_split`).
-
-  Caveat: tf.data combines the shuffle seed with TF's global seed, so the
-  order also depends on `tf.random.set_seed` if anyone calls it; nothing in
-  vit_spectral does (JAX code has no reason to), so leave it unset.
-
-  Args:
-    cfg: `config.input` (see CONFIG_FIELDS).
-    seed: data seed; same seed, same stream.
-    start_step: number of batches already consumed.
-    process_index: this process; defaults to jax.process_index().
-    process_count: number of processes; defaults to jax.process_count().
-
-  Returns:
-    A tf.data.Dataset yielding {"image": float32 (B, H, W, C),
-    "label": int32 (B,)} forever, B = cfg.batch_size // process_count,
-    H = W = cfg.image_size.
+  Attributes:
+    first_example: g of the first example, start_step · local_batch.
+    start_epoch: the epoch that example is in.
+    record_offset: shuffled records of start_epoch to skip.
+    copy_offset: copies of the next record to skip (< repeats).
+    examples_per_epoch: records_per_epoch · repeats.
   """
-  process_index, process_count = _process_info(process_index, process_count)
-  local_batch = _local_batch_size(cfg.batch_size, process_count, "batch_size")
-  augment = _choice(cfg, "train_augment", TRAIN_AUGMENTS)
+
+  first_example: int
+  start_epoch: int
+  record_offset: int
+  copy_offset: int
+  examples_per_epoch: int
+
+
+def stream_start(start_step: int, local_batch: int, records_per_epoch: int,
+                 repeats: int = 1) -> StreamStart:
+  """The StreamStart after `start_step` batches of `local_batch` examples."""
   if start_step < 0:
     raise ValueError(f"start_step={start_step} must be >= 0.")
-  if cfg.shuffle_buffer < 1:
+  if min(local_batch, records_per_epoch, repeats) < 1:
     raise ValueError(
-        f"config.input.shuffle_buffer={cfg.shuffle_buffer} must be >= 1."
-    )
-  repeats = int(_optional(cfg, "repeated_augment"))
-  if repeats < 1:
-    raise ValueError(
-        f"config.input.repeated_augment={repeats} must be >= 1 (1 = off).")
-  ra_layers = int(_optional(cfg, "randaugment_layers"))
-  ra_magnitude = float(_optional(cfg, "randaugment_magnitude"))
-  ra_std = float(_optional(cfg, "randaugment_magnitude_std"))
-  ra_ops = str(_optional(cfg, "randaugment_ops"))
-  randaugment_lib.check_settings(ra_layers, ra_magnitude, ra_std, ra_ops)
-  erasing = float(_optional(cfg, "random_erasing"))
-  if not 0.0 <= erasing <= 1.0:
-    raise ValueError(
-        f"config.input.random_erasing={erasing} must be in [0, 1].")
-  if augment == "pad_crop" and cfg.pad_crop_padding < 0:
-    raise ValueError(
-        f"config.input.pad_crop_padding={cfg.pad_crop_padding} must be >= 0."
-    )
-
-  builder = get_builder(cfg.dataset, cfg.data_dir, cfg.download)
-  channels = _channels(builder)
-  _check_normalization(cfg, channels)
-  if augment in ("none", "pad_crop"):
-    _check_native_size(builder, cfg.image_size, "train_augment", augment)
-
-  split = tfds.split_for_jax_process(
-      train_split(cfg, builder), process_index=process_index,
-      process_count=process_count
-  )
-  records = _read_records(builder, split)
-  num_local = _num_examples(
-      records, f"config.input.train_split={cfg.train_split!r} slice "
-      f"{process_index}/{process_count}"
-  )
+        f"local_batch={local_batch}, records_per_epoch={records_per_epoch} and "
+        f"repeats={repeats} must be >= 1.")
   first_example = start_step * local_batch
-  start_epoch, offset = divmod(first_example, num_local * repeats)
+  examples_per_epoch = records_per_epoch * repeats
+  start_epoch, offset = divmod(first_example, examples_per_epoch)
   # Within the start epoch: whole records to skip, then copies of the next.
-  offset, copy_offset = divmod(offset, repeats)
+  record_offset, copy_offset = divmod(offset, repeats)
+  return StreamStart(first_example, start_epoch, record_offset, copy_offset,
+                     examples_per_epoch)
 
-  shuffle_key = _seed_key(seed, _SHUFFLE_STREAM, process_index)
-  augment_key = _seed_key(seed, _AUGMENT_STREAM, process_index)
-  shuffle_buffer = cfg.shuffle_buffer
+
+def _epochs(records: tf.data.Dataset, start: StreamStart, repeats: int,
+            shuffle_buffer: int, shuffle_key: tf.Tensor) -> tf.data.Dataset:
+  """Epochs start.start_epoch, start.start_epoch + 1, ... of shuffled records
+  (each repeated `repeats` times), the first cut at `start`: infinite."""
 
   def epoch(e: tf.Tensor) -> tf.data.Dataset:
     epoch_seed = tf.random.stateless_uniform(
@@ -484,18 +389,29 @@ def create_train_dataset(
     shuffled = records.shuffle(
         shuffle_buffer, seed=epoch_seed, reshuffle_each_iteration=False
     )
-    is_start = tf.equal(e, start_epoch)
-    skip = tf.where(is_start, tf.constant(offset, tf.int64), 0)
+    is_start = tf.equal(e, start.start_epoch)
+    skip = tf.where(is_start, tf.constant(start.record_offset, tf.int64), 0)
     if repeats == 1:
       return shuffled.skip(skip)
     copies = shuffled.skip(skip).flat_map(
         lambda *record: tf.data.Dataset.from_tensors(record).repeat(repeats))
     return copies.skip(
-        tf.where(is_start, tf.constant(copy_offset, tf.int64), 0))
+        tf.where(is_start, tf.constant(start.copy_offset, tf.int64), 0))
 
+  ds = tf.data.Dataset.counter(start.start_epoch).flat_map(epoch)
+  return ds.apply(
+      tf.data.experimental.assert_cardinality(tf.data.INFINITE_CARDINALITY)
+  )
+
+
+def _train_preprocess(cfg: InputSettings, builder: tfds.core.DatasetBuilder,
+                      channels: int, augment_key: tf.Tensor):
+  """`preprocess(g, (image_bytes, label))` for example number g: decode, crop,
+  flip, RandAugment, normalise, erase, each from a seed derived from
+  (augment_key, g), so the same g gets the same augmentation on any run."""
   size = cfg.image_size
-  mean, std = tuple(cfg.mean), tuple(cfg.std)
-  padding, flip = cfg.pad_crop_padding, cfg.flip
+  mean, std = cfg.mean, cfg.std
+  shape = (size, size, channels)
 
   def preprocess(g, record):
     image_bytes, label = record
@@ -504,33 +420,111 @@ def create_train_dataset(
         tf.random.experimental.stateless_split(example_seed, 2)
     )
     image = _decode(builder, image_bytes)
-    if augment == "pad_crop":
-      image = preprocessing.pad_crop(image, padding, crop_seed)
-    elif augment == "random_resized_crop":
+    if cfg.train_augment == "pad_crop":
+      image = preprocessing.pad_crop(image, cfg.pad_crop_padding, crop_seed)
+    elif cfg.train_augment == "random_resized_crop":
       image = preprocessing.random_resized_crop(image, size, crop_seed)
-    if flip:
+    if cfg.flip:
       image = preprocessing.random_flip(image, flip_seed)
-    if ra_layers:
-      image = tf.ensure_shape(image, (size, size, channels))
+    if cfg.randaugment_layers:
+      image = tf.ensure_shape(image, shape)
       image = randaugment_lib.randaugment(
           image,
           tf.random.experimental.stateless_fold_in(example_seed, _RANDAUGMENT_OP),
-          num_layers=ra_layers, magnitude=ra_magnitude, magnitude_std=ra_std,
-          fill=mean, op_set=ra_ops)
+          num_layers=cfg.randaugment_layers,
+          magnitude=cfg.randaugment_magnitude,
+          magnitude_std=cfg.randaugment_magnitude_std,
+          fill=mean, op_set=cfg.randaugment_ops)
     image = preprocessing.normalize(image, mean, std)
-    if erasing:
-      image = tf.ensure_shape(image, (size, size, channels))
+    if cfg.random_erasing:
+      image = tf.ensure_shape(image, shape)
       image = preprocessing.random_erasing(
-          image, erasing,
+          image, cfg.random_erasing,
           tf.random.experimental.stateless_fold_in(example_seed, _ERASING_OP))
-    image = tf.ensure_shape(image, (size, size, channels))
+    image = tf.ensure_shape(image, shape)
     return {"image": image, "label": tf.cast(label, tf.int32)}
 
-  ds = tf.data.Dataset.counter(start_epoch).flat_map(epoch)
-  ds = ds.apply(
-      tf.data.experimental.assert_cardinality(tf.data.INFINITE_CARDINALITY)
+  return preprocess
+
+
+def create_train_dataset(
+    cfg: InputSettings | Any,
+    *,
+    seed: int,
+    start_step: int = 0,
+    process_index: int | None = None,
+    process_count: int | None = None,
+) -> tf.data.Dataset:
+  """Infinite, deterministic, resumable training stream for this process.
+
+  Design. This process reads its own slice of `cfg.train_split`
+  (`tfds.split_for_jax_process`) as undecoded records in a fixed order. Epoch
+  e is that slice shuffled with a buffer of `cfg.shuffle_buffer` and a seed
+  derived statelessly from (seed, process_index, e); epochs are chained with
+  `Dataset.counter(start_epoch).flat_map(...)` (`_epochs`). Example number g
+  of the stream (g counts from 0 at step 0, across epochs) is decoded and
+  augmented with a stateless seed derived from (seed, process_index, g)
+  (`_train_preprocess`). Batches are formed with drop_remainder=True over the
+  chained stream, so a batch may straddle an epoch boundary and no example is
+  ever dropped.
+
+  Resume. With N examples in this process's slice and B the local batch,
+  `start_step=k` starts at epoch (k*B) // N, skips the first (k*B) % N
+  shuffled records of that epoch and numbers examples from g = k*B, giving
+  exactly the stream of `start_step=0` without its first k batches
+  (`stream_start`). The skip happens before decoding: resuming reads at most
+  one epoch of raw (encoded) records, plus the shuffle buffer fill, and
+  decodes nothing extra.
+
+  Recipe options (each off by default). After crop and flip: RandAugment
+  (`randaugment.randaugment`, fill = cfg.mean); after normalisation: random
+  erasing. Both draw from seeds folded from example g's seed, so they resume
+  exactly too. Repeated augmentation (Hoffer et al., 2020; DeiT's RASampler)
+  with r = repeated_augment puts r consecutive copies of each shuffled record
+  in the stream (each its own g, so its own augmentation): an epoch of the
+  stream is then r*N examples and the resume arithmetic above runs over
+  those. `train_fraction` restricts the split first (`train_split`).
+
+  Caveat: tf.data combines the shuffle seed with TF's global seed, so the
+  order also depends on `tf.random.set_seed` if anyone calls it; nothing in
+  vit_spectral does (JAX code has no reason to), so leave it unset.
+
+  Args:
+    cfg: `config.input` (InputSettings or its ConfigDict).
+    seed: data seed; same seed, same stream.
+    start_step: number of batches already consumed.
+    process_index: this process; defaults to jax.process_index().
+    process_count: number of processes; defaults to jax.process_count().
+
+  Returns:
+    A tf.data.Dataset yielding {"image": float32 (B, H, W, C),
+    "label": int32 (B,)} forever, B = cfg.batch_size // process_count,
+    H = W = cfg.image_size.
+  """
+  cfg = input_settings(cfg)
+  process_index, process_count = _process_info(process_index, process_count)
+  local_batch = _local_batch_size(cfg.batch_size, process_count, "batch_size")
+  builder = get_builder(cfg.dataset, cfg.data_dir, cfg.download)
+  channels = _channels(builder)
+  _check_normalization(cfg, channels)
+  if cfg.train_augment in ("none", "pad_crop"):
+    _check_native_size(builder, cfg.image_size, "train_augment", cfg.train_augment)
+
+  split = tfds.split_for_jax_process(
+      train_split(cfg, builder), process_index=process_index,
+      process_count=process_count
   )
-  ds = ds.enumerate(start=first_example)
+  records = _read_records(builder, split)
+  num_local = _num_examples(
+      records, f"config.input.train_split={cfg.train_split!r} slice "
+      f"{process_index}/{process_count}"
+  )
+  start = stream_start(start_step, local_batch, num_local, cfg.repeated_augment)
+  ds = _epochs(records, start, cfg.repeated_augment, cfg.shuffle_buffer,
+               _seed_key(seed, _SHUFFLE_STREAM, process_index))
+  ds = ds.enumerate(start=start.first_example)
+  preprocess = _train_preprocess(
+      cfg, builder, channels, _seed_key(seed, _AUGMENT_STREAM, process_index))
   ds = ds.map(
       preprocess, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
   )
@@ -539,8 +533,30 @@ def create_train_dataset(
   return ds.with_options(_options())
 
 
+def _eval_preprocess(cfg: InputSettings, builder: tfds.core.DatasetBuilder,
+                     channels: int):
+  """`preprocess(image_bytes, label)`: decode, resize, normalise, mask True."""
+  size = cfg.image_size
+
+  def preprocess(image_bytes, label):
+    image = _decode(builder, image_bytes)
+    if cfg.eval_resize == "resize":
+      image = preprocessing.resize(image, size)
+    elif cfg.eval_resize == "resize_center_crop":
+      image = preprocessing.resize_center_crop(image, size, cfg.crop_fraction)
+    image = preprocessing.normalize(image, cfg.mean, cfg.std)
+    image = tf.ensure_shape(image, (size, size, channels))
+    return {
+        "image": image,
+        "label": tf.cast(label, tf.int32),
+        "mask": tf.constant(True),
+    }
+
+  return preprocess
+
+
 def create_eval_dataset(
-    cfg: Any,
+    cfg: InputSettings | Any,
     *,
     process_index: int | None = None,
     process_count: int | None = None,
@@ -553,7 +569,7 @@ def create_eval_dataset(
   appears exactly once with mask True.
 
   Args:
-    cfg: `config.input` (see CONFIG_FIELDS).
+    cfg: `config.input` (InputSettings or its ConfigDict).
     process_index: this process; defaults to jax.process_index().
     process_count: number of processes; defaults to jax.process_count().
 
@@ -562,16 +578,16 @@ def create_eval_dataset(
     {"image": float32 (B, H, W, C), "label": int32 (B,), "mask": bool (B,)},
     B = cfg.eval_batch_size // process_count, H = W = cfg.image_size.
   """
+  cfg = input_settings(cfg)
   process_index, process_count = _process_info(process_index, process_count)
   local_batch = _local_batch_size(
       cfg.eval_batch_size, process_count, "eval_batch_size"
   )
-  resize_mode = _choice(cfg, "eval_resize", EVAL_RESIZES)
   builder = get_builder(cfg.dataset, cfg.data_dir, cfg.download)
   channels = _channels(builder)
   _check_normalization(cfg, channels)
-  if resize_mode == "none":
-    _check_native_size(builder, cfg.image_size, "eval_resize", resize_mode)
+  if cfg.eval_resize == "none":
+    _check_native_size(builder, cfg.image_size, "eval_resize", cfg.eval_resize)
 
   slices = [
       _read_records(
@@ -591,25 +607,9 @@ def create_eval_dataset(
   num_padding = num_batches * local_batch - counts[process_index]
 
   size = cfg.image_size
-  mean, std = tuple(cfg.mean), tuple(cfg.std)
-  crop_fraction = cfg.crop_fraction
-
-  def preprocess(image_bytes, label):
-    image = _decode(builder, image_bytes)
-    if resize_mode == "resize":
-      image = preprocessing.resize(image, size)
-    elif resize_mode == "resize_center_crop":
-      image = preprocessing.resize_center_crop(image, size, crop_fraction)
-    image = preprocessing.normalize(image, mean, std)
-    image = tf.ensure_shape(image, (size, size, channels))
-    return {
-        "image": image,
-        "label": tf.cast(label, tf.int32),
-        "mask": tf.constant(True),
-    }
-
   real = slices[process_index].map(
-      preprocess, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
+      _eval_preprocess(cfg, builder, channels),
+      num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
   )
   padding = tf.data.Dataset.from_tensors({
       "image": tf.zeros((size, size, channels), tf.float32),

@@ -44,6 +44,11 @@ from typing import Sequence
 import tensorflow as tf
 
 MAX_LEVEL = 10.0
+# timm's "rand-m9-mstd0.5-inc1", DeiT's setting (paper 004 Table 10: "(9, 0.5)").
+NUM_LAYERS = 2
+MAGNITUDE = 9.0
+MAGNITUDE_STD = 0.5
+OP_SET = "increasing"
 # Names in the order of each op set in `OP_SETS` (index = the drawn op).
 OP_NAMES = (
     "AutoContrast", "Equalize", "Invert", "Rotate", "PosterizeIncreasing",
@@ -282,7 +287,7 @@ assert all(len(ops) == len(OP_NAMES) for ops in OP_SETS.values())
 
 
 def apply_op(image: tf.Tensor, index, level, negate, fill,
-             op_set: str = "increasing") -> tf.Tensor:
+             op_set: str = OP_SET) -> tf.Tensor:
   """Applies op number `index` (see OP_NAMES) of `op_set` with a traced index."""
   branches = [
       (lambda op=op: tf.ensure_shape(op(image, level, negate, fill), image.shape))
@@ -292,7 +297,7 @@ def apply_op(image: tf.Tensor, index, level, negate, fill,
 
 
 def check_settings(num_layers: int, magnitude: float, magnitude_std: float,
-                   op_set: str = "increasing") -> None:
+                   op_set: str = OP_SET) -> None:
   """Raises ValueError naming the bad `config.input.randaugment_*` field."""
   if op_set not in OP_SETS:
     raise ValueError(f"config.input.randaugment_ops={op_set!r}; choose one of "
@@ -307,10 +312,10 @@ def check_settings(num_layers: int, magnitude: float, magnitude_std: float,
         f"config.input.randaugment_magnitude_std={magnitude_std} must be >= 0")
 
 
-def randaugment(image: tf.Tensor, seed: tf.Tensor, *, num_layers: int = 2,
-                magnitude: float = 9.0, magnitude_std: float = 0.5,
+def randaugment(image: tf.Tensor, seed: tf.Tensor, *, num_layers: int = NUM_LAYERS,
+                magnitude: float = MAGNITUDE, magnitude_std: float = MAGNITUDE_STD,
                 fill: Sequence[float] | None = None,
-                apply_prob: float = 0.5, op_set: str = "increasing") -> tf.Tensor:
+                apply_prob: float = 0.5, op_set: str = OP_SET) -> tf.Tensor:
   """RandAugment with a stateless seed (see the module docstring).
 
   Args:
