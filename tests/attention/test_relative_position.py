@@ -2,7 +2,8 @@
 
 Checked against direct computations: eq. 15 and eq. 16 probabilities written as
 explicit loops over query/key pixels, Theorem 1 against `lax.conv_general_dilated`,
-the CLS rule of `attention.relative`, head pruning against zeroed out-projections.
+the CLS rule of `attention.relative`, the degenerate-head thresholds of App. A.1
+(pruning against a network without those heads: tests/analysis/test_every_layout.py).
 """
 
 import functools
@@ -255,31 +256,17 @@ def with_precisions(params, mode):
   else:
     for i in range(2):
       encoder[f"encoderblock_{i}"]["attention"]["inv_sqrt_cov"] = s[i]
-  # A non-zero head so that the outputs depend on every head.
-  params["head"]["kernel"] = np.random.default_rng(0).normal(size=(16, 10)).astype(np.float32)
   return params
 
 
 @pytest.mark.parametrize("mode", ["scan", "loop"])
-def test_pruning_finds_exactly_the_degenerate_heads_and_zeroes_them(mode):
+def test_degenerate_heads_are_exactly_those_past_the_thresholds(mode):
   model = gaussian_vit(mode)
   images = jax.random.normal(jax.random.key(0), (2, 8, 8, 1))
   params = with_precisions(jax.jit(model.init)(jax.random.key(1), images)["params"], mode)
   found = degenerate_heads(params)
   assert [f.tolist() for f in found] == [[1, 3], [2]]
   assert [f.tolist() for f in degenerate_heads(params, max_condition_number=1e3)] == [[1, 3], [0, 2]]
-
-  apply = jax.jit(model.apply)
-  pruned = apply(prune_heads({"params": params}, found), images)
-  # Independent: zero the pruned heads' blocks of the output projection.
-  zeroed = jax.tree_util.tree_map(np.copy, params)
-  for layer, heads in enumerate(found):
-    if mode == "scan":
-      zeroed["encoder"]["encoderblock"]["attention"]["out"]["kernel"][layer, heads] = 0
-    else:
-      zeroed["encoder"][f"encoderblock_{layer}"]["attention"]["out"]["kernel"][heads] = 0
-  np.testing.assert_allclose(pruned, apply({"params": zeroed}, images), rtol=1e-5, atol=1e-6)
-  assert np.abs(pruned - apply({"params": params}, images)).max() > 1e-4
   with pytest.raises(ValueError, match="out of range"):
     prune_heads({"params": params}, [[4], []])
 

@@ -63,9 +63,9 @@ def test_non_symmetric_h_is_not_symmetric_but_the_qr_one_is():
 
 def test_clip_keeps_eigenvalues_in_minus_one_minus_eps():
   psi = np.array([0.0, 1e-3, 0.5, 1.0, 1.5, 3.0, -2.0, 0.01])
-  lam = np.asarray(vo.eigenvalues(jnp.asarray(psi), "minus", clip=True, eps=0.01))
+  lam = np.asarray(vo.eigenvalues(jnp.asarray(psi), vo.ValueOutput("minus", clip=True, eps=0.01)))
   np.testing.assert_allclose(lam, np.clip(-psi**2, -1.0, -0.01), rtol=1e-6)
-  lam = np.asarray(vo.eigenvalues(jnp.asarray(psi), "plus_ns", clip=True, eps=0.01))
+  lam = np.asarray(vo.eigenvalues(jnp.asarray(psi), vo.ValueOutput("plus_ns", clip=True, eps=0.01)))
   np.testing.assert_allclose(lam, np.clip(psi**2, 0.01, 1.0), rtol=1e-6)
   # Without the clip, ψ outside (0, 1] leaves the range: the clip is what bounds it.
   assert np.asarray(vo.eigenvalues(jnp.asarray(psi), "minus")).min() < -1
@@ -139,4 +139,29 @@ def test_bad_settings_raise_naming_the_field():
     get_attention("dot_product")(num_heads=HEADS, head_dim=3, value_output="minus").init(
         jax.random.key(0), x)
   with pytest.raises(ValueError, match="value_output_eps"):
-    vo.eigenvalues(jnp.ones(3), "minus", clip=True, eps=0.0)
+    vo.ValueOutput("minus", clip=True, eps=0.0)
+
+
+@pytest.mark.parametrize("options,match", [
+    (dict(value_output="x"), r"model.attention.value_output='x'; choose one of \['standard'"),
+    (dict(value_output_eps=0.0), r"model.attention.value_output_eps=0.0 must be in \(0"),
+    (dict(value_output="minus", value_output_clip=True, value_output_eps=2.0),
+     "value_output_eps=2.0"),
+    (dict(value_output_clip="yes"), "value_output_clip='yes' must be True or False"),
+    (dict(value_output="plus", head_dim=3), r"num_heads\*head_dim == hidden_size"),
+])
+def test_a_model_with_bad_value_output_settings_fails_at_trace_time(options, match):
+  """Every variant checks its settings when traced (eval_shape of init: no compile)."""
+  for name in ("dot_product", "gaussian"):
+    model = ViT(num_classes=3, patch_size=4, hidden_size=8, depth=1, num_heads=2, mlp_dim=8,
+                attention=name, attention_kwargs=options)
+    with pytest.raises(ValueError, match=match):
+      jax.eval_shape(model.init, jax.random.key(0), jnp.zeros((1, 8, 8, 1)))
+
+
+def test_settings_from_attention_options():
+  options = {"value_output": "plus_ns", "value_output_eps": 0.1, "num_heads": 3}
+  assert vo.ValueOutput.from_options(options) == vo.ValueOutput("plus_ns", eps=0.1)
+  assert vo.ValueOutput.from_options(None) == vo.ValueOutput()
+  assert not vo.ValueOutput().eigen and vo.ValueOutput("minus").symmetric
+  assert not vo.ValueOutput("minus_ns").symmetric

@@ -6,7 +6,7 @@ import pytest
 
 from configs import digits_vit
 from vit_spectral.training import config_checks
-from vit_spectral.models import ViT, build_model, loop_to_scan, per_layer, scan_to_loop
+from vit_spectral.models import ViT, build_model, loop_to_scan, model_layout, per_layer, scan_to_loop
 from vit_spectral.models.segments import layer_kwargs, segments, star_overrides
 from vit_spectral.training.optim import weight_decay_mask
 
@@ -69,7 +69,8 @@ def test_star_model_scan_equals_loop_and_layouts_round_trip():
   for a, b in zip(l_scan, l_loop):
     np.testing.assert_allclose(a["block_output"], b["block_output"], atol=1e-5)
 
-  back = loop_to_scan(looped, [s.length for s in segments(4, {"x": 0}, star_overrides(4))])
+  assert model_layout(scan) == (2, 2)
+  back = loop_to_scan(looped, model_layout(scan))
   same = jax.tree_util.tree_map(lambda p, q: np.array_equal(p, q), back, params)
   assert all(jax.tree_util.tree_leaves(same))
   with pytest.raises(ValueError, match="segment_lengths"):

@@ -7,49 +7,29 @@ The plot draws, per layer, each head's centre Δ and the ellipses holding 50%
 (solid) and 90% (dotted) of that Gaussian's mass, around the query pixel (black
 square) — the paper's figures.
 
-Everything reads trained variables of a ViT (scanned or looped encoder).
+Everything reads trained variables of a ViT, in any encoder layout (scan,
+segmented scan, loop; `models.layouts`).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from vit_spectral.attention.gaussian import gaussian_precision
 from vit_spectral.attention.quadratic import quadratic_precision
-from vit_spectral.models.vit import BLOCK_NAME
+from vit_spectral.models.layouts import layer_trees
+
+__all__ = ["ellipse_axes", "gaussian_heads", "mass_radius", "plot_attention_centres"]
 
 
 def _attention_params_per_layer(params: Mapping[str, Any]) -> list[Mapping[str, Any]]:
   """The "attention" parameter subtree of every block, in layer order."""
-  encoder = params.get("encoder")
-  if encoder is None:
+  if "encoder" not in params:
     raise ValueError("params have no 'encoder': pass the ViT's params "
                      "(variables['params'])")
-  if BLOCK_NAME in encoder:                       # scanned: leading depth axis
-    stacked = encoder[BLOCK_NAME]["attention"]
-    depth = next(iter(_leaves(stacked))).shape[0]
-    return [_index(stacked, i) for i in range(depth)]
-  layers = {}
-  for name, sub in encoder.items():
-    if (m := re.fullmatch(rf"{BLOCK_NAME}_(\d+)", name)):
-      layers[int(m.group(1))] = sub["attention"]
-  return [layers[i] for i in sorted(layers)]
-
-
-def _leaves(tree):
-  for value in tree.values():
-    if isinstance(value, Mapping):
-      yield from _leaves(value)
-    else:
-      yield value
-
-
-def _index(tree, i):
-  return {k: _index(v, i) if isinstance(v, Mapping) else np.asarray(v)[i]
-          for k, v in tree.items()}
+  return [layer["attention"] for layer in layer_trees(params)]
 
 
 def gaussian_heads(params: Mapping[str, Any]) -> list[dict[str, np.ndarray]]:

@@ -41,9 +41,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from vit_spectral.attention.value_output import value_output_kernels
-from vit_spectral.models.layouts import scan_to_loop
-from vit_spectral.models.segments import BLOCK_NAME, layer_kwargs
+from vit_spectral.attention.value_output import ValueOutput, value_output_kernels
+from vit_spectral.models.layouts import layer_fields, layer_trees
 
 
 def asymmetry(m):
@@ -195,8 +194,9 @@ def theorem4_dominating(lam_h, lam_a) -> tuple[int, int]:
 def layer_kernels(model, params: Mapping[str, Any]) -> list[tuple[Any, Any]]:
   """Per-layer (W_V (d, heads, d_h), W_proj (heads, d_h, d)) of a trained `ViT`.
 
-  Works for scanned and looped encoders and for layers with different
-  `value_output` settings (`model.layer_overrides`).
+  Works for every encoder layout (scan, segmented scan, loop) and for layers
+  with different `value_output` settings (`model.layer_overrides`): each
+  layer's kernels follow its own `ValueOutput` (`models.layouts.layer_fields`).
 
   Args:
     model: the `models.ViT` the parameters belong to.
@@ -205,19 +205,13 @@ def layer_kernels(model, params: Mapping[str, Any]) -> list[tuple[Any, Any]]:
   Returns:
     One (w_v, w_proj) pair per layer, in layer order.
   """
-  encoder = params["encoder"]
-  if f"{BLOCK_NAME}_0" not in encoder:
-    encoder = scan_to_loop(params)["encoder"]
-  shared = dict(num_heads=model.num_heads, attention=model.attention,
-                attention_kwargs=model.attention_kwargs or {})
-  out = []
-  for i, kwargs in enumerate(layer_kwargs(model.depth, shared, model.layer_overrides)):
-    options = kwargs["attention_kwargs"] or {}
-    out.append(value_output_kernels(
-        encoder[f"{BLOCK_NAME}_{i}"]["attention"], options.get("value_output", "standard"),
-        kwargs["num_heads"], options.get("value_output_clip", False),
-        options.get("value_output_eps", 1e-3)))
-  return out
+  trees, fields = layer_trees(params), layer_fields(model)
+  if len(trees) != len(fields):
+    raise ValueError(f"params have {len(trees)} layers; model.depth={len(fields)}")
+  return [value_output_kernels(tree["attention"],
+                               ValueOutput.from_options(block["attention_kwargs"]),
+                               block["num_heads"])
+          for tree, block in zip(trees, fields)]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,10 +5,11 @@ attends to every pixel uniformly: largest eigenvalue < 1e-5) or close to singula
 (it attends to a thin stripe: condition number λ_max / λ_min > 1e5). The paper
 prunes those heads ([2, 4, 1, 2, 6, 0] of 9 in its 6 layers) and keeps the accuracy.
 
-Pruning here adds a `head_mask` collection to the variables: (H,) keep flags per
-layer, read by every relative-position attention (`attention.relative`), which
-then drops the pruned heads' contributions. Run the pruned model with
-`model.apply(prune_heads(variables, heads), images)`.
+Heads meet only in the output projection: a layer's attention output is
+Σ_h mixed_h W_out^(h) + b with W_out^(h) = out/kernel[h] (Dh, D) (eq. 4; also
+with `shared_value`). Pruning zeroes the pruned heads' W_out^(h), which removes
+their terms from that sum exactly, so the model carries no pruning-only state:
+run the pruned model with `model.apply(prune_heads(variables, heads), images)`.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from vit_spectral.analysis.attention_centres import gaussian_heads
-from vit_spectral.attention.relative import HEAD_MASK_COLLECTION
-from vit_spectral.models.vit import BLOCK_NAME
+from vit_spectral.models.layouts import layer_trees, tree_layout, with_layer_trees
+
+__all__ = ["degenerate_heads", "prune_heads"]
 
 
 def degenerate_heads(params: Mapping[str, Any], *, min_largest_eigenvalue: float = 1e-5,
@@ -46,28 +48,39 @@ def degenerate_heads(params: Mapping[str, Any], *, min_largest_eigenvalue: float
 
 
 def prune_heads(variables: Mapping[str, Any], heads: Sequence[Sequence[int]]) -> dict:
-  """`variables` plus the `head_mask` collection that removes `heads`.
+  """`variables` whose parameters make `heads` contribute nothing.
 
   Args:
-    variables: a ViT's variables ({"params": ...}), scanned or looped encoder.
+    variables: a ViT's variables ({"params": ...}), in any encoder layout,
+      whose attention has the standard output projection `out` (kernel
+      (H, Dh, D)); every variant does unless `value_output` is an eigen mode.
     heads: per layer, the indices of the heads to remove (e.g. the output of
       `degenerate_heads`).
 
   Returns:
-    A new variables dict; apply the same model to it.
+    A new variables dict, same structure and layout, with out/kernel[h] = 0
+    for every removed head h; apply the same model to it.
   """
-  layers = gaussian_heads(variables["params"])
+  params = variables["params"]
+  layers = layer_trees(params)
   if len(heads) != len(layers):
     raise ValueError(f"heads lists {len(heads)} layers; the model has {len(layers)}")
-  keep = np.ones((len(layers), len(layers[0]["centers"])), np.float32)
-  for layer, removed in enumerate(heads):
-    removed = np.asarray(removed, int)
-    if removed.size and (removed.min() < 0 or removed.max() >= keep.shape[1]):
+  pruned = []
+  for layer, (tree, removed) in enumerate(zip(layers, heads)):
+    attention = tree["attention"]
+    if "out" not in attention:
+      raise ValueError(
+          f"layer {layer}: the attention has no output projection 'out' (an eigen "
+          "model.attention.value_output builds W_proj from one V_H shared by the "
+          "heads); prune_heads needs value_output='standard'")
+    kernel = attention["out"]["kernel"]                       # (H, Dh, D)
+    removed = np.asarray(removed, int).reshape(-1)
+    if removed.size and (removed.min() < 0 or removed.max() >= kernel.shape[0]):
       raise ValueError(f"layer {layer}: head indices {removed.tolist()} out of "
-                       f"range [0, {keep.shape[1]})")
-    keep[layer, removed] = 0.0
-  if BLOCK_NAME in variables["params"]["encoder"]:
-    masks = {BLOCK_NAME: {"attention": {"keep": keep}}}
-  else:
-    masks = {f"{BLOCK_NAME}_{i}": {"attention": {"keep": k}} for i, k in enumerate(keep)}
-  return dict(variables, **{HEAD_MASK_COLLECTION: {"encoder": masks}})
+                       f"range [0, {kernel.shape[0]})")
+    keep = np.ones(kernel.shape[0], bool)
+    keep[removed] = False
+    kernel = kernel * keep[:, None, None].astype(kernel.dtype)
+    out = dict(attention["out"], kernel=kernel)
+    pruned.append(dict(tree, attention=dict(attention, out=out)))
+  return dict(variables, params=with_layer_trees(params, pruned, tree_layout(params)))

@@ -31,8 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from vit_spectral.layers.spectral_init import kernel_matrix
-from vit_spectral.models.layouts import scan_to_loop
-from vit_spectral.models.vit import BLOCK_NAME
+from vit_spectral.models.layouts import layer_fields, layer_trees
 
 NORM_KINDS = ("2", "inf")
 
@@ -227,19 +226,19 @@ def block_branches(block_params: Mapping[str, Any], block_fields: Mapping[str, A
 
 def vit_lipschitz_bound(model, params: Mapping[str, Any], num_tokens: int,
                         include_norms: bool = True) -> LipschitzReport:
-  """Eq. (19) for the encoder blocks of a built `ViT` (scan or loop parameters).
+  """Eq. (19) for the encoder blocks of a built `ViT`, in any encoder layout.
 
-  The bound covers the stack of blocks (the map from the first block's input
-  to the last block's output); the encoder's final norm, the patch embedding
-  and the head are outside it.
+  Each block is bounded with its own parameters and its own Block fields
+  (`models.layouts.layer_trees` and `layer_fields`, so `layer_overrides` are
+  respected). The bound covers the stack of blocks (the map from the first
+  block's input to the last block's output); the encoder's final norm, the
+  patch embedding and the head are outside it.
   """
-  fields = dict(attention=model.attention, attention_kwargs=model.attention_kwargs,
-                norm=model.norm, **dict(model.block_options or {}))
-  encoder = params["encoder"]
-  if BLOCK_NAME in encoder:
-    encoder = scan_to_loop(params)["encoder"]
-  branches = [block_branches(encoder[f"{BLOCK_NAME}_{i}"], fields, num_tokens,
-                             include_norms) for i in range(model.depth)]
+  trees, fields = layer_trees(params), layer_fields(model)
+  if len(trees) != len(fields):
+    raise ValueError(f"params have {len(trees)} layers; model.depth={len(fields)}")
+  branches = [block_branches(tree, block, num_tokens, include_norms)
+              for tree, block in zip(trees, fields)]
   block_bounds = [float(np.prod([b.post_norm_lip * (1 + float(np.max(np.abs(b.alpha))) * b.lip)
                                  for b in block])) for block in branches]
   flat = [b for block in branches for b in block]

@@ -56,12 +56,12 @@ class Attention(nn.Module):
     mixes_skip: class constant; True = the variant has its own skip path and its
       `__call__` accepts `skip=` (B, T, D), the tensor that path mixes in
       (`models.vit.Block(attention_residual="replace")` needs it).
-    value_output: "standard" (free `value` and `out` Dense layers) or an
-      eigen-reparameterization of W_V W_proj (paper 003, §4): "minus"
-      (V Λ Vᵀ, Λ = −ψ², V = Q of QR(Θ)), "plus" (Λ = +ψ²), "minus_ns" /
-      "plus_ns" (V Λ V⁻¹, V free). Needs num_heads·head_dim = width.
-    value_output_clip: clip Λ to [−1, −ε] ("minus*") or [ε, 1] ("plus*").
-    value_output_eps: the ε of that clip.
+    value_output, value_output_clip, value_output_eps: the mode, clip and ε
+      of the value/output projections, `attention.value_output.ValueOutput`'s
+      fields (its docstring, defaults and checks): "standard" (free `value`
+      and `out` Dense layers) or an eigen-reparameterization of W_V W_proj
+      (paper 003, §4), which needs num_heads·head_dim = width. Checked when
+      the module is traced.
   """
   mixes_skip: ClassVar[bool] = False
 
@@ -76,9 +76,9 @@ class Attention(nn.Module):
   num_prefix_tokens: int = 0
   dtype: Any = jnp.float32
   param_dtype: Any = jnp.float32
-  value_output: str = vo.STANDARD
-  value_output_clip: bool = False
-  value_output_eps: float = 1e-3
+  value_output: str = vo.DEFAULT.mode
+  value_output_clip: bool = vo.DEFAULT.clip
+  value_output_eps: float = vo.DEFAULT.eps
 
   @classmethod
   def initial_state(cls, batch_size: int, num_tokens: int, num_heads: int):
@@ -121,7 +121,7 @@ class Attention(nn.Module):
     Variants that compute scores without queries/keys (position-only ones)
     call this directly, so every variant gets the `value_output` knob.
     """
-    if self.value_output == vo.STANDARD:
+    if not self.value_output_settings().eigen:
       return self.dense_heads(x, "value", self.qkv_bias)
     w_v, _ = self._eigen_kernels(x.shape[-1])
     v = jnp.einsum("btd,dhk->bthk", x, w_v.astype(self.dtype))
@@ -135,7 +135,7 @@ class Attention(nn.Module):
 
     With an eigen `value_output`, W_proj = Λ_H V_H^{T or −1} (paper 003, §5).
     """
-    if self.value_output == vo.STANDARD:
+    if not self.value_output_settings().eigen:
       return nn.DenseGeneral(
           features=width, axis=(-2, -1),
           kernel_init=get_initializer(self.kernel_init),
@@ -155,16 +155,15 @@ class Attention(nn.Module):
       return self.get_variable("params", name)
     return self.param(name, init, shape, self.param_dtype)
 
+  def value_output_settings(self) -> vo.ValueOutput:
+    """This module's checked `ValueOutput` (raises ValueError naming the field)."""
+    return vo.ValueOutput(self.value_output, self.value_output_clip, self.value_output_eps)
+
   def _eigen_kernels(self, width: int):
     """(W_V (D, H, Dh), W_proj (H, Dh, D)) of the eigen `value_output`, float32."""
-    vo.check_value_output(self.value_output, self.value_output_clip,
-                          self.value_output_eps)
-    if self.num_heads * self.resolved_head_dim(width) != width:
-      raise ValueError(
-          f"model.attention.value_output={self.value_output!r} needs "
-          f"num_heads*head_dim == hidden_size, got {self.num_heads}*"
-          f"{self.resolved_head_dim(width)} != {width}")
-    if vo.is_symmetric(self.value_output):
+    settings = self.value_output_settings()
+    settings.check_heads(self.num_heads, self.resolved_head_dim(width), width)
+    if settings.symmetric:
       # Θ takes the kernel initializer; its Q factor is orthogonal whatever Θ's scale.
       basis = {vo.THETA: self._shared_param(
           vo.THETA, get_initializer(self.kernel_init), (width, width))}
@@ -173,8 +172,7 @@ class Attention(nn.Module):
       basis = {vo.VECTORS: self._shared_param(
           vo.VECTORS, nn.initializers.orthogonal(), (width, width))}
     params = dict(basis, **{vo.PSI: self._shared_param(vo.PSI, vo.psi_init, (width,))})
-    return vo.value_output_kernels(params, self.value_output, self.num_heads,
-                                   self.value_output_clip, self.value_output_eps)
+    return vo.value_output_kernels(params, settings, self.num_heads)
 
   def probabilities(self, logits, mask=None):
     """Masked softmax over keys, computed in float32, sown and dropped out.

@@ -19,10 +19,11 @@ score is undefined for any pair that involves one. The rule used here:
   all tokens uniformly under a purely positional encoding, and follows the
   content scores when the variant has a content term.
 
-Head pruning (App. A.1): when the variables carry a `head_mask` collection with a
-(num_heads,) entry `keep`, the heads whose `keep` is 0 contribute nothing (their
-attention weights are zeroed before the values are mixed). See
-`vit_spectral.analysis.head_pruning`.
+Heads meet only in the output projection `out` (kernel (H, Dh, D), also with
+`shared_value`): the output is Σ_h mixed_h W_out^(h) + b, so zeroing head h's
+slice of that kernel removes its term exactly. Head pruning (App. A.1,
+`vit_spectral.analysis.head_pruning`) does that to the parameters; the module
+carries nothing for it.
 """
 
 from __future__ import annotations
@@ -33,8 +34,6 @@ import numpy as np
 
 from vit_spectral.attention.base import Attention, apply_weights
 from vit_spectral.layers.initializers import get_initializer
-
-HEAD_MASK_COLLECTION = "head_mask"
 
 
 def relative_shifts(grid_size: tuple[int, int]) -> np.ndarray:
@@ -95,12 +94,6 @@ class RelativePositionAttention(Attention):
     allowed[p:, :p] = False
     return jnp.asarray(allowed)
 
-  def head_keep(self):
-    """(H,) keep flags from the `head_mask` collection, or None (all heads)."""
-    if self.has_variable(HEAD_MASK_COLLECTION, "keep"):
-      return self.get_variable(HEAD_MASK_COLLECTION, "keep")
-    return None
-
   def attend(self, x, logits, mask=None):
     """Softmax over keys, value mixing and output projection.
 
@@ -117,11 +110,8 @@ class RelativePositionAttention(Attention):
     mask = allowed if mask is None else jnp.logical_and(mask, allowed)
     logits = jnp.broadcast_to(logits, (batch, self.num_heads, num_tokens, num_tokens))
     weights = self.probabilities(logits, mask)                 # (B, H, T, T)
-    keep = self.head_keep()
-    if keep is not None:
-      weights = weights * keep.astype(weights.dtype)[None, :, None, None]
     if self.shared_value:
-      if self.value_output != "standard":
+      if self.value_output_settings().eigen:
         raise ValueError(
             f"model.attention.shared_value=True cannot be combined with "
             f"value_output={self.value_output!r}: the eigen-reparameterization "

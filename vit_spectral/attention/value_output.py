@@ -21,10 +21,14 @@ W_V, reshaped to (D, H, Dh), projects the values of every head, and W_proj,
 reshaped to (H, Dh, D), is the output projection. The sum over heads of
 W_V,h W_proj,h is then exactly V_H Λ_H V_H^{T or −1}.
 
-Both `Attention.project_qkv` (value) and `Attention.project_out` (output) call
+The settings (mode, clip, ε) have one owner, the frozen `ValueOutput`: its
+defaults are the attention module's defaults (`attention.base.Attention` reads
+them from `DEFAULT`) and its checks run when one is built. Both
+`Attention.project_qkv` (value) and `Attention.project_out` (output) call
 `value_output_kernels` on the same parameters, and the diagnostics
-(`vit_spectral.analysis.eigen`) call it on trained parameters: one definition of
-the kernels for the model and the analysis.
+(`vit_spectral.analysis.eigen`) call it on trained parameters with the layer's
+`ValueOutput.from_options(attention_kwargs)`: one definition of the kernels for
+the model and the analysis.
 
 Parameters of an eigen-reparameterized attention module (besides query/key):
   h_theta (D, D): Θ (symmetric modes), or h_vectors (D, D): V_H (non-symmetric);
@@ -34,10 +38,17 @@ The standard mode keeps the Dense submodules `value` and `out` unchanged.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Mapping
 
 import jax
 import jax.numpy as jnp
+
+from vit_spectral.settings import check_choice, check_range, require
+
+__all__ = ["ATTENTION_FIELDS", "DEFAULT", "PSI", "STANDARD", "THETA", "VALUE_OUTPUTS",
+           "VECTORS", "ValueOutput", "check_value_output", "eigen_factors", "eigenvalues",
+           "orthogonal_factor", "psi_init", "value_output_kernels"]
 
 STANDARD = "standard"
 # mode -> (sign of Λ = sign·ψ², symmetric eigendecomposition?)
@@ -53,23 +64,77 @@ THETA = "h_theta"
 VECTORS = "h_vectors"
 PSI = "h_psi"
 
-
-def check_value_output(value_output: str, clip: bool = False, eps: float = 1e-3) -> None:
-  """Raises ValueError for an unknown mode or an ε outside (0, 1]."""
-  if value_output not in VALUE_OUTPUTS:
-    raise ValueError(f"model.attention.value_output={value_output!r}; "
-                     f"choose one of {list(VALUE_OUTPUTS)}")
-  if clip and not 0.0 < float(eps) <= 1.0:
-    raise ValueError(f"model.attention.value_output_eps={eps} must be in (0, 1] "
-                     "when value_output_clip is set")
+# The attention module's field of each ValueOutput field (`attention.base`).
+ATTENTION_FIELDS = {"value_output": "mode", "value_output_clip": "clip",
+                    "value_output_eps": "eps"}
 
 
-def is_symmetric(value_output: str) -> bool:
-  """True for the QR (orthogonal V_H) modes, False for the "-NS" modes."""
-  check_value_output(value_output)
-  if value_output == STANDARD:
-    raise ValueError("value_output='standard' has no eigendecomposition")
-  return _EIGEN_MODES[value_output][1]
+@dataclasses.dataclass(frozen=True)
+class ValueOutput:
+  """How an attention module builds W_V and W_proj; checked when built.
+
+  An attention module's fields `value_output`, `value_output_clip` and
+  `value_output_eps` (`ATTENTION_FIELDS`) are these three.
+
+  Attributes:
+    mode: "standard" (free `value` and `out` Dense layers) or an eigen mode:
+      "minus" / "plus" (V Λ Vᵀ, V = Q of QR(Θ), Λ = ∓ψ²), "minus_ns" /
+      "plus_ns" (V Λ V⁻¹, V free).
+    clip: clip Λ to [−1, −ε] ("minus*") or [ε, 1] ("plus*").
+    eps: the ε of the clip, in (0, 1].
+  """
+  mode: str = STANDARD
+  clip: bool = False
+  eps: float = 1e-3
+
+  def __post_init__(self):
+    check_choice(self.mode, VALUE_OUTPUTS, "model.attention.value_output")
+    require(self.clip in (True, False),
+            f"model.attention.value_output_clip={self.clip!r} must be True or False")
+    check_range(float(self.eps), "model.attention.value_output_eps", 0.0, 1.0,
+                low_open=True)
+
+  @classmethod
+  def from_options(cls, options: Mapping[str, Any] | None) -> ValueOutput:
+    """The settings in an attention module's options (its `attention_kwargs`);
+    absent keys take the defaults, other keys are ignored."""
+    options = options or {}
+    return cls(**{field: options[key] for key, field in ATTENTION_FIELDS.items()
+                  if key in options})
+
+  @property
+  def eigen(self) -> bool:
+    """Whether W_V W_proj is eigen-reparameterized (any mode but "standard")."""
+    return self.mode != STANDARD
+
+  @property
+  def symmetric(self) -> bool:
+    """True for the QR (orthogonal V_H) modes, False for the "-NS" modes."""
+    require(self.eigen, "value_output='standard' has no eigendecomposition")
+    return _EIGEN_MODES[self.mode][1]
+
+  def check_heads(self, num_heads: int, head_dim: int, width: int) -> None:
+    """An eigen mode's V_H is width×width, split into the heads' channels."""
+    require(not self.eigen or num_heads * head_dim == width,
+            f"model.attention.value_output={self.mode!r} needs num_heads*head_dim "
+            f"== hidden_size, got {num_heads}*{head_dim} != {width}")
+
+
+DEFAULT = ValueOutput()
+
+
+def _settings(value_output: ValueOutput | str) -> ValueOutput:
+  """A `ValueOutput`, or a mode name with the default clip and ε."""
+  if isinstance(value_output, ValueOutput):
+    return value_output
+  return ValueOutput(mode=value_output)
+
+
+def check_value_output(value_output: str, clip: bool = DEFAULT.clip,
+                       eps: float = DEFAULT.eps) -> ValueOutput:
+  """The checked `ValueOutput(value_output, clip, eps)`; raises ValueError
+  naming the field for an unknown mode or an ε outside (0, 1]."""
+  return ValueOutput(value_output, clip, eps)
 
 
 def psi_init(key, shape, dtype=jnp.float32):
@@ -77,22 +142,22 @@ def psi_init(key, shape, dtype=jnp.float32):
   return (1.0 - jax.random.uniform(key, shape, jnp.float32)).astype(dtype)
 
 
-def eigenvalues(psi, value_output: str, clip: bool = False, eps: float = 1e-3):
+def eigenvalues(psi, value_output: ValueOutput | str):
   """diag(Λ_H) = ±ψ², optionally clipped to [−1, −ε] / [ε, 1] (paper §4).
 
   Args:
     psi: (D,) parameter ψ.
-    value_output: an eigen mode ("minus", "plus", "minus_ns", "plus_ns").
-    clip: clip Λ into [−1, −ε] ("minus") or [ε, 1] ("plus").
-    eps: the ε of the clip.
+    value_output: the settings (an eigen mode; a bare mode name = no clip).
 
   Returns:
     (D,) eigenvalues, float32.
   """
-  check_value_output(value_output, clip, eps)
-  sign, _ = _EIGEN_MODES[value_output]
+  settings = _settings(value_output)
+  require(settings.eigen, "value_output='standard' has no eigenvalues")
+  sign, _ = _EIGEN_MODES[settings.mode]
   lam = sign * jnp.square(psi.astype(jnp.float32))
-  if clip:
+  if settings.clip:
+    eps = settings.eps
     lam = jnp.clip(lam, -1.0, -eps) if sign < 0 else jnp.clip(lam, eps, 1.0)
   return lam
 
@@ -103,28 +168,27 @@ def orthogonal_factor(theta):
   return q
 
 
-def eigen_factors(params: Mapping[str, Any], value_output: str, clip: bool = False,
-                  eps: float = 1e-3):
+def eigen_factors(params: Mapping[str, Any], value_output: ValueOutput | str):
   """(V_H, Λ_H, V_H⁻¹) of W_V W_proj = V_H Λ_H V_H⁻¹ (V_H⁻¹ = V_Hᵀ when symmetric).
 
   Args:
     params: the attention module's parameters (h_theta or h_vectors, and h_psi).
-    value_output: an eigen mode.
-    clip, eps: see `eigenvalues`.
+    value_output: the settings (an eigen mode).
 
   Returns:
     v (D, D), lam (D,), v_inv (D, D), all float32.
   """
-  lam = eigenvalues(params[PSI], value_output, clip, eps)
-  if is_symmetric(value_output):
+  settings = _settings(value_output)
+  lam = eigenvalues(params[PSI], settings)
+  if settings.symmetric:
     v = orthogonal_factor(params[THETA])
     return v, lam, v.T
   v = params[VECTORS].astype(jnp.float32)
   return v, lam, jnp.linalg.inv(v)
 
 
-def value_output_kernels(params: Mapping[str, Any], value_output: str, num_heads: int,
-                         clip: bool = False, eps: float = 1e-3):
+def value_output_kernels(params: Mapping[str, Any], value_output: ValueOutput | str,
+                         num_heads: int):
   """The value kernel W_V (D, H, Dh) and output kernel W_proj (H, Dh, D).
 
   "standard": the `value` and `out` DenseGeneral kernels as stored.
@@ -133,22 +197,19 @@ def value_output_kernels(params: Mapping[str, Any], value_output: str, num_heads
 
   Args:
     params: the attention module's parameters.
-    value_output: one of VALUE_OUTPUTS.
+    value_output: the settings (`ValueOutput`, or a mode name without clip).
     num_heads: H.
-    clip, eps: see `eigenvalues`.
 
   Returns:
     (w_v, w_proj); float32 in the eigen modes, the stored dtype otherwise.
   """
-  check_value_output(value_output, clip, eps)
-  if value_output == STANDARD:
+  settings = _settings(value_output)
+  if not settings.eigen:
     return params["value"]["kernel"], params["out"]["kernel"]
-  v, lam, v_inv = eigen_factors(params, value_output, clip, eps)
+  v, lam, v_inv = eigen_factors(params, settings)
   width = v.shape[0]
-  if width % num_heads:
-    raise ValueError(f"model.hidden_size={width} is not divisible by "
-                     f"model.num_heads={num_heads}")
   head_dim = width // num_heads
+  settings.check_heads(num_heads, head_dim, width)
   w_v = v.reshape(width, num_heads, head_dim)
   w_proj = (lam[:, None] * v_inv).reshape(num_heads, head_dim, width)
   return w_v, w_proj

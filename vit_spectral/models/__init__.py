@@ -1,12 +1,14 @@
-"""The Vision Transformer and its registered names."""
+"""The Vision Transformer, its registered names and its parameter layouts."""
 
 from vit_spectral.models.build import build_model, model_kwargs
 from vit_spectral.models.intermediates import per_layer
-from vit_spectral.models.layouts import loop_to_scan, scan_to_loop
+from vit_spectral.models.layouts import (Layout, layer_fields, layer_trees, loop_to_scan,
+                                         model_layout, scan_to_loop, to_layout, tree_layout,
+                                         with_layer_trees)
 from vit_spectral.models.variants import MODEL_NAMES, SIZES, variant_fields
 from vit_spectral.models.vit import Block, Encoder, ViT
 
-__all__ = [
-    "Block", "Encoder", "MODEL_NAMES", "SIZES", "ViT", "build_model", "loop_to_scan",
-    "model_kwargs", "per_layer", "scan_to_loop", "variant_fields",
-]
+__all__ = ["Block", "Encoder", "Layout", "MODEL_NAMES", "SIZES", "ViT", "build_model",
+           "layer_fields", "layer_trees", "loop_to_scan", "model_kwargs", "model_layout",
+           "per_layer", "scan_to_loop", "to_layout", "tree_layout", "variant_fields",
+           "with_layer_trees"]

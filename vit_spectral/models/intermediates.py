@@ -9,12 +9,13 @@ layer order, for scanned and looped encoders alike (several scanned segments,
 
 from __future__ import annotations
 
-import re
 from typing import Any, Mapping
 
 import jax
 
-from vit_spectral.models.segments import BLOCK_NAME, scanned_stacks
+from vit_spectral.models.layouts import layer_trees
+
+__all__ = ["per_layer"]
 
 
 def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -36,25 +37,13 @@ def per_layer(intermediates: Mapping[str, Any]) -> list[dict[str, jax.Array]]:
 
   Args:
     intermediates: the "intermediates" collection of a ViT (the whole model's,
-      i.e. with the top-level "encoder" key).
+      i.e. with the top-level "encoder" key), in any encoder layout.
 
   Returns:
-    A list with one dict per block; keys are paths inside the block.
+    A list with one dict per block; keys are paths inside the block, e.g.
+    "attention/attention_weights" (B, H, T, T), "block_output" (B, T, D).
   """
-  encoder = intermediates.get("encoder")
-  if encoder is None:
+  if "encoder" not in intermediates:
     raise KeyError("no 'encoder' in the intermediates: run the model with "
                    "mutable=['intermediates']")
-  layers: dict[int, dict[str, Any]] = {}
-  offset = 0
-  for name in scanned_stacks(encoder):  # every leaf has a leading depth axis
-    length = 0
-    for path, value in _flatten(encoder[name]).items():
-      length = value.shape[0]
-      for i in range(length):
-        layers.setdefault(offset + i, {})[path] = value[i]
-    offset += length
-  for name, sub in encoder.items():
-    if (m := re.fullmatch(rf"{BLOCK_NAME}_(\d+)", name)):
-      layers.setdefault(int(m.group(1)), {}).update(_flatten(sub))
-  return [layers[i] for i in sorted(layers)]
+  return [_flatten(layer) for layer in layer_trees(intermediates)]

@@ -27,6 +27,9 @@ import dataclasses
 import re
 from typing import Any, Mapping, Sequence
 
+__all__ = ["BLOCK_NAME", "Segment", "check_overrides", "is_scanned_path", "layer_kwargs",
+           "scan_name", "scanned_stacks", "segments", "star_overrides"]
+
 # Name of the block module in each mode; the loop appends "_{layer}".
 BLOCK_NAME = "encoderblock"
 _OVERRIDE_KEYS = ("start", "stop", "attention", "block")

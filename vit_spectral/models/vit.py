@@ -257,8 +257,7 @@ class Encoder(nn.Module):
       if self.mode == "scan":
         stack = nn.scan(
             block_cls,
-            # "head_mask": per-layer head keep flags of pruned models (optional).
-            variable_axes={"params": 0, "intermediates": 0, "head_mask": 0},
+            variable_axes={"params": 0, "intermediates": 0},
             split_rngs={"params": True, "dropout": True},
             in_axes=(0, nn.broadcast),  # (drop_path_rate per layer, mask)
             length=seg.length)
