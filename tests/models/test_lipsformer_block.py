@@ -142,7 +142,7 @@ def test_block_drop_path_rescale_option(rescale):
   stream = apply(make_block(attention_residual="none", use_mlp=False, **{
       k: v for k, v in options.items() if k != "attention_residual"}), 0.0)
   full = apply(make_block(**options), 0.0)
-  y = apply(make_block(deterministic=True, **options).clone(deterministic=False), 0.5,
+  y = apply(make_block(deterministic=False, **options), 0.5,
             rngs={"dropout": jax.random.key(3)})
   branch = full - stream
   scale = 2.0 if rescale else 1.0                                  # 1/(1 − p), p = 0.5
