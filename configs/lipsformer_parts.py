@@ -2,12 +2,14 @@
 
 The LipsFormer-ViT: CenterNorm (eq. 2), scaled cosine attention (eq. 6, τ = 12),
 spectral initialization (eq. 5), weighted residual shortcuts (eq. 4) with
-α = 1/L, the convolution branches (§4.2.1) and the LipsFormer block order
-x <- CenterNorm(x + DropPath(α ⊙ f(x))) (Table 1). Table 6: no warmup, AdamW,
-no gradient clipping.
+α = 1/L, the convolution branch (§4.2.1: 7×7 depth-wise then 1×1 point-wise,
+one weighted residual branch without a norm) and the LipsFormer block order
+x <- CenterNorm(x + DropPath(α ⊙ f(x))) for attention and feed-forward
+(Table 1), DropPath without the 1/(1 − p) rescaling (App. J). Table 6: no
+warmup, AdamW, no gradient clipping.
 
 L, the number of residual branches, counts every weighted branch of the
-network (2 per block, 4 with the convolution branches), so that α = 1/L makes
+network (2 per block, 3 with the convolution branch), so that α = 1/L makes
 Theorem 2's product over the branches at most exp(κ).
 """
 
@@ -17,8 +19,8 @@ from configs import common
 
 
 def residual_branches(depth: int, conv_block: bool) -> int:
-  """L: weighted residual branches in `depth` blocks (conv adds dw and pw)."""
-  return depth * (4 if conv_block else 2)
+  """L: weighted residual branches in `depth` blocks (conv, attention, MLP)."""
+  return depth * (3 if conv_block else 2)
 
 
 def lipsformer_model_fields(depth: int, *, conv_block: bool = True, tau: float = 12.0,
@@ -28,7 +30,7 @@ def lipsformer_model_fields(depth: int, *, conv_block: bool = True, tau: float =
 
   Args:
     depth: number of blocks.
-    conv_block: add the depth-wise/point-wise convolution branches.
+    conv_block: add the depth-wise + point-wise convolution branch.
     tau: cosine-attention logit scale (12 in Table 6; 10 in the authors' code).
     normalize_value: normalise V (the paper) or not (the authors' Swin code).
     alpha: initial residual weight; None = 1/L (Table 6).
@@ -40,7 +42,8 @@ def lipsformer_model_fields(depth: int, *, conv_block: bool = True, tau: float =
       depth=depth, norm="center_norm", kernel_init="spectral",
       attention=dict(name="cosine", tau=tau, normalize_value=normalize_value),
       block=dict(block_order="lipsformer", residual_alpha=alpha,
-                 conv_block=conv_block, conv_kernel_size=conv_kernel_size))
+                 conv_block=conv_block, conv_kernel_size=conv_kernel_size,
+                 drop_path_rescale=False))
 
 
 def lipsformer_optim(learning_rate: float, weight_decay: float = 0.05,

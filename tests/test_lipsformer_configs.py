@@ -16,7 +16,9 @@ def test_recipes_validate_and_follow_table_6(module, arg, blocks):
   config_checks.validate_model(config.model, config.input.image_size)
   assert config.optim.warmup_steps == 0 and config.optim.grad_clip_norm is None
   assert config.optim.name == "adamw" and config.optim.b1 == 0.9
-  assert config.model.block.residual_alpha == pytest.approx(1 / (4 * blocks))
+  # L = 3 weighted branches per block (conv, attention, MLP; §4.2.1)
+  assert config.model.block.residual_alpha == pytest.approx(1 / (3 * blocks))
+  assert config.model.block.drop_path_rescale is False                   # App. J
   model = build_model(config.model, num_classes=10)
   assert (model.norm, model.attention, model.kernel_init) == ("center_norm", "cosine", "spectral")
   assert model.attention_kwargs["tau"] == 12.0 and model.depth == blocks

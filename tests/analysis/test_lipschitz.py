@@ -9,8 +9,8 @@ import pytest
 
 from vit_spectral.analysis import (empirical_lipschitz, exp_kappa_bound,
                                    lipsformer_lipschitz_bound, vit_lipschitz_bound)
-from vit_spectral.analysis.lipschitz import gelu_lipschitz, scsa_lipschitz_bound
-from vit_spectral.models import Block, ViT
+from vit_spectral.analysis.lipschitz import block_branches, gelu_lipschitz, scsa_lipschitz_bound
+from vit_spectral.models import Block, ViT, scan_to_loop
 
 
 def test_empirical_lipschitz_finds_the_spectral_norm_of_a_jacobian():
@@ -58,7 +58,7 @@ def lipsformer(alpha):
 
 
 def test_network_bound_of_a_built_model():
-  branches_per_block = 4
+  branches_per_block = 3                                  # conv, attention, MLP
   model = lipsformer(1 / (DEPTH * branches_per_block))
   images = jnp.zeros((1, 4, 4, 1))                        # 2×2 grid + CLS = 5 tokens
   params = model.init(jax.random.key(0), images)["params"]
@@ -66,7 +66,7 @@ def test_network_bound_of_a_built_model():
   assert len(report.branches) == DEPTH and all(len(b) == branches_per_block for b in report.branches)
   assert math.isclose(report.network_bound, float(np.prod(report.block_bounds)), rel_tol=1e-9)
   # Spectral init makes the MLP branch exactly Lip(GELU)-Lipschitz (‖W1‖ = ‖W2‖ = 1).
-  mlp = [b for b in report.branches[0] if b.name == "2"][0]
+  mlp = [b for b in report.branches[0] if b.name == "mlp"][0]
   assert math.isclose(mlp.lip, gelu_lipschitz(), rel_tol=1e-5)
   # Theorem 2: α = 1/L gives at most exp(κ).
   lips = [b.lip for block in report.branches for b in block]
@@ -75,6 +75,25 @@ def test_network_bound_of_a_built_model():
   with_norms = vit_lipschitz_bound(model, params, num_tokens=5)
   assert math.isclose(with_norms.network_bound, float(np.prod(with_norms.block_bounds)), rel_tol=1e-9)
   assert with_norms.network_bound > report.network_bound
+
+
+def test_block_branches_follow_the_blocks_own_description():
+  # The report's branches are Block.branches: the conv branch has no norm after
+  # it (§4.2.1), attention and MLP end in CenterNorm (D/(D−1) at γ = 1).
+  model = lipsformer(0.1)
+  params = model.init(jax.random.key(0), jnp.zeros((1, 4, 4, 1)))["params"]
+  fields = dict(attention="cosine", attention_kwargs=ATTENTION, norm="center_norm",
+                **model.block_options)
+  block = scan_to_loop(params)["encoder"]["encoderblock_0"]
+  branches = block_branches(block, fields, num_tokens=5)
+  assert [b.name for b in branches] == [s.name for s in Block.branches(fields)]
+  assert [b.post_norm_lip for b in branches] == pytest.approx([1.0, WIDTH / (WIDTH - 1),
+                                                               WIDTH / (WIDTH - 1)])
+  conv = branches[0]
+  dw = np.asarray(block["conv_dw"]["conv"]["kernel"])
+  pw = np.asarray(block["conv_pw"]["conv"]["kernel"]).reshape(WIDTH, WIDTH)
+  assert math.isclose(conv.lip, np.abs(dw).sum(axis=(0, 1, 2)).max() * np.linalg.norm(pw, 2),
+                      rel_tol=1e-5)
 
 
 def test_the_blocks_empirical_constant_stays_below_the_bound():

@@ -120,3 +120,95 @@ def test_attn_scale_breaks_the_low_pass_filter_once_one_plus_omega_times_lambda2
     assert scaled[-1] < 1e-5
   else:
     assert scaled[-1] > 0.1 and scaled[-40:].min() > 0.5 * scaled[-80:-40].min()
+
+
+def explicit_masked_all_pass(a, omega, allowed):
+  """Eq. 9 with A_LP row t uniform over query t's allowed keys, head by head.
+
+  allowed: (B, T, S) bool.
+  """
+  out = np.empty_like(a)
+  for b in range(a.shape[0]):
+    low = allowed[b] / allowed[b].sum(-1, keepdims=True)
+    for h in range(a.shape[1]):
+      out[b, h] = low + (omega[h] + 1.0) * (a[b, h] - low)
+  return out
+
+
+def masked_softmax(logits, allowed):
+  return softmax(np.where(allowed[:, None], logits, -1e30))
+
+
+MASKS = {
+    "causal": lambda b, t: np.broadcast_to(np.tril(np.ones((t, t), bool)), (b, t, t)),
+    "padding": lambda b, t: np.broadcast_to((np.arange(t) < np.array([t, t - 3])[:, None])[:, None],
+                                            (b, t, t)),
+}
+
+
+def as_attention_mask(name, allowed):
+  """The contract's layout: causal (1, 1, T, T), padding (B, 1, 1, T)."""
+  if name == "causal":
+    return jnp.asarray(allowed[:1, None])
+  return jnp.asarray(allowed[:, None, :1])
+
+
+@pytest.mark.parametrize("name", sorted(MASKS))
+def test_masked_fast_form_equals_explicit_a_hat_times_v(name):
+  rng = np.random.default_rng(4)
+  allowed = MASKS[name](2, 7)
+  a = masked_softmax(rng.standard_normal((2, 3, 7, 7)) * 2, allowed)
+  v = rng.standard_normal((2, 7, 3, 5))
+  omega = rng.standard_normal(3)
+  mask = as_attention_mask(name, allowed)
+  a_hat = explicit_masked_all_pass(a, omega, allowed)
+  np.testing.assert_allclose(all_pass_weights(jnp.asarray(a), jnp.asarray(omega), mask), a_hat,
+                             rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(a_hat.sum(-1), 1.0, rtol=1e-10)           # rows still sum to one
+  np.testing.assert_array_equal(np.where(allowed[:, None], 0.0, a_hat), 0.0)   # masked keys: 0
+  np.testing.assert_allclose(
+      all_pass_apply(jnp.asarray(a), jnp.asarray(v), jnp.asarray(omega), mask),
+      np.einsum("bhts,bshd->bthd", a_hat, v), rtol=1e-4, atol=1e-5)
+
+
+def test_attn_scale_is_causal_under_a_causal_mask():
+  from vit_spectral.attention.masks import causal_mask
+  t, cut = 6, 3
+  module = AttnScaleAttention(num_heads=2)
+  x = jax.random.normal(jax.random.key(0), (1, t, 8))
+  params = module.init(jax.random.key(1), x)["params"]
+  params = dict(params, omega=jnp.asarray([0.7, -0.4]))               # ω ≠ 0
+  future = x.at[:, cut + 1:].set(jax.random.normal(jax.random.key(2), (1, t - cut - 1, 8)))
+  apply = lambda z: module.apply({"params": params}, z, mask=causal_mask(t))[0]
+  np.testing.assert_allclose(apply(future)[:, :cut + 1], apply(x)[:, :cut + 1],
+                             rtol=1e-6, atol=1e-6)
+  assert not np.allclose(apply(future)[:, cut + 1:], apply(x)[:, cut + 1:])
+
+
+def test_attn_scale_ignores_padding_tokens_and_records_the_masked_a_hat():
+  from vit_spectral.attention.masks import padding_mask
+  t, valid = 6, 4
+  module = AttnScaleAttention(num_heads=2)
+  x = jax.random.normal(jax.random.key(0), (2, t, 8))
+  params = dict(module.init(jax.random.key(1), x)["params"], omega=jnp.asarray([1.5, -0.6]))
+  mask = padding_mask(jnp.arange(t)[None].repeat(2, 0) < valid)
+  padded = x.at[:, valid:].set(100.0)
+  (y, _), state = module.apply({"params": params}, x, mask=mask, mutable=["intermediates"])
+  (y_padded, _), _ = module.apply({"params": params}, padded, mask=mask, mutable=["intermediates"])
+  np.testing.assert_allclose(y_padded[:, :valid], y[:, :valid], rtol=1e-5, atol=1e-5)
+  sown = np.asarray(state["intermediates"]["attention_weights"][0])
+  np.testing.assert_array_equal(sown[..., valid:], 0.0)              # Â: no weight on padding
+  np.testing.assert_allclose(sown.sum(-1), 1.0, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", sorted(MASKS))
+def test_zero_omega_under_a_mask_is_exactly_dot_product_attention(name):
+  x = jax.random.normal(jax.random.key(0), (2, 7, 8))
+  mask = as_attention_mask(name, MASKS[name](2, 7))
+  scaled = AttnScaleAttention(num_heads=2)
+  params = scaled.init(jax.random.key(1), x)["params"]
+  plain = get_attention("dot_product")(num_heads=2)
+  y, _ = scaled.apply({"params": params}, x, mask=mask)
+  y_plain, _ = plain.apply({"params": {k: v for k, v in params.items() if k != "omega"}}, x,
+                           mask=mask)
+  np.testing.assert_array_equal(y, y_plain)

@@ -1,4 +1,4 @@
-"""CenterNorm (eq. 2), spectral initialization (eq. 5) and the grid convolution."""
+"""CenterNorm (eq. 2), spectral initialization (eq. 5), DropPath (App. J) and the grid convolution."""
 
 import jax
 import jax.numpy as jnp
@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 from vit_spectral.analysis import empirical_lipschitz
-from vit_spectral.layers import CenterNorm, GridConv, get_initializer, get_norm
+from vit_spectral.layers import CenterNorm, DropPath, GridConv, get_initializer, get_norm
+from vit_spectral.layers.grid_conv import DepthwiseConv
+from vit_spectral.layers import spectral_init
 from vit_spectral.layers.spectral_init import kernel_matrix
 
 
@@ -63,12 +65,66 @@ def test_spectral_init_in_a_model_gives_one_lipschitz_layers():
               block_options=dict(conv_block=True, conv_kernel_size=3))
   params = model.init(jax.random.key(0), jnp.zeros((1, 8, 8, 1)))["params"]
   block = params["encoder"]["encoderblock_0"]
+  # Dense maps, the 1×1 conv and the non-overlapping patch embedding: the
+  # kernel matrix is the operator (the same matrix on every token / patch).
   kernels = [block["mlp"]["fc1"]["kernel"], block["mlp"]["fc2"]["kernel"],
-             block["conv_dw"]["conv"]["kernel"], block["conv_pw"]["conv"]["kernel"]]
+             block["conv_pw"]["conv"]["kernel"], params["embedding"]["kernel"]]
   kernels += [block["attention"][n]["kernel"].reshape(16, -1) for n in ("query", "key", "value")]
   kernels += [block["attention"]["out"]["kernel"].reshape(-1, 16)]
   for k in kernels:
     assert abs(np.linalg.norm(np.asarray(kernel_matrix(k)), 2) - 1) < 1e-5
+  # The depth-wise conv: its operator on the 4×4 token grid.
+  grid = jax.random.normal(jax.random.key(1), (1, 4, 4, 16))
+  dw = lambda g: DepthwiseConv(3).apply({"params": block["conv_dw"]["conv"]}, g)
+  assert abs(empirical_lipschitz(dw, grid, num_iters=200) - 1) < 1e-3
+
+
+@pytest.mark.parametrize("depthwise,size,grid", [(True, 7, (8, 8)), (True, 3, (2, 3)),
+                                                 (True, 4, (3, 5)), (False, 1, (3, 4))])
+def test_grid_conv_spectral_init_makes_the_operator_one_lipschitz(depthwise, size, grid):
+  # The map GridConv computes on the tokens, not its kernel matrix: a 7×7
+  # depth-wise kernel of matrix norm 1 is about 1.5-Lipschitz on an 8×8 grid.
+  conv = GridConv(grid_size=grid, num_prefix_tokens=1, kernel_size=size, depthwise=depthwise,
+                  kernel_init="spectral")
+  x = jax.random.normal(jax.random.key(0), (1, 1 + grid[0] * grid[1], 4))
+  params = conv.init(jax.random.key(1), x)["params"]
+  apply = lambda z: conv.apply({"params": params}, z)
+  assert abs(empirical_lipschitz(apply, x, num_iters=300) - 1) < 1e-3
+  jacobian = np.asarray(jax.jacobian(apply)(x)).reshape(x.size, x.size)
+  assert abs(np.linalg.norm(jacobian, 2) - 1) < 1e-4          # exactly 1, not below
+
+
+@pytest.mark.parametrize("size,grid", [(3, (4, 5)), (4, (3, 3)), (7, (2, 6))])
+def test_depthwise_grid_matrix_is_the_convolution(size, grid):
+  kernel = jax.random.normal(jax.random.key(0), (size, size, 1, 3))
+  conv = lambda g: DepthwiseConv(size).apply(
+      {"params": {"kernel": kernel, "bias": jnp.zeros(3)}}, g)
+  x = jax.random.normal(jax.random.key(1), (1,) + grid + (3,))
+  y = np.asarray(conv(x))
+  for c in range(3):
+    t = np.asarray(spectral_init.depthwise_grid_matrix(kernel[:, :, 0, c], grid))
+    np.testing.assert_allclose(y[0, :, :, c].ravel(), t @ np.asarray(x[0, :, :, c]).ravel(),
+                               rtol=1e-5, atol=1e-5)
+  jacobian = np.asarray(jax.jacobian(conv)(x)).reshape(x.size, x.size)
+  assert abs(float(spectral_init.depthwise_operator_norm(kernel, grid)) - np.linalg.norm(jacobian, 2)) < 1e-4
+
+
+def test_spectral_init_refuses_a_full_grid_convolution():
+  conv = GridConv(grid_size=(2, 2), kernel_size=3, depthwise=False, kernel_init="spectral")
+  with pytest.raises(ValueError, match="kernel_init='spectral'"):
+    conv.init(jax.random.key(0), jnp.zeros((1, 4, 3)))
+
+
+@pytest.mark.parametrize("rescale,scale", [(False, 1.0), (True, 1 / (1 - 0.25))])
+def test_drop_path_keeps_or_rescales_the_surviving_branches(rescale, scale):
+  x = jax.random.normal(jax.random.key(0), (256, 3, 4))
+  y = np.asarray(DropPath(rescale=rescale).apply({}, x, 0.25, False,
+                                                 rngs={"dropout": jax.random.key(1)}))
+  dropped = np.all(y == 0, axis=(1, 2))
+  kept = ~dropped
+  assert 0.15 < dropped.mean() < 0.35
+  np.testing.assert_allclose(y[kept], scale * np.asarray(x)[kept], rtol=1e-6)
+  np.testing.assert_array_equal(DropPath(rescale=rescale).apply({}, x, 0.25, True), x)
 
 
 @pytest.mark.parametrize("depthwise,size", [(True, 3), (False, 1)])

@@ -9,7 +9,7 @@ from configs import common
 from vit_spectral.training import config_checks
 from vit_spectral.attention import get_attention
 from vit_spectral.layers import GridConv, MlpBlock, get_norm
-from vit_spectral.models import Block
+from vit_spectral.models import Block, ViT
 
 D, HEADS, MLP, GRID = 16, 2, 32, (2, 3)
 TOKENS = 1 + GRID[0] * GRID[1]
@@ -22,22 +22,26 @@ def make_block(**options):
 
 
 def reference(block, params, x):
-  """The block written out from its submodules, one residual branch at a time."""
+  """The block as paper 001 §4.2.1 draws it, written out from its submodules.
+
+  Conv branch x + α ⊙ PW(DW(x)) with no norm; then attention and MLP, each
+  pre-normed (pre_norm) or followed by the norm of the residual sum (post-norm
+  and LipsFormer, Table 1).
+  """
   norm = get_norm(block.norm)()
   attn = get_attention(block.attention)(num_heads=HEADS, **dict(block.attention_kwargs or {}))
-  branches = []
+  alpha = lambda suffix: params.get(f"alpha{suffix}", 1.0)
   if block.conv_block:
-    branches += [("_dw", lambda p, y: GridConv(GRID, 1, block.conv_kernel_size, True).apply({"params": p}, y), "conv_dw"),
-                 ("_pw", lambda p, y: GridConv(GRID, 1, 1, False).apply({"params": p}, y), "conv_pw")]
-  branches += [("1", lambda p, y: attn.apply({"params": p}, y)[0], "attention"),
-               ("2", lambda p, y: MlpBlock(MLP).apply({"params": p}, y), "mlp")]
+    dw = GridConv(GRID, 1, block.conv_kernel_size, True).apply({"params": params["conv_dw"]}, x)
+    x = x + alpha("_conv") * GridConv(GRID, 1, 1, False).apply({"params": params["conv_pw"]}, dw)
+  branches = [("1", lambda p, y: attn.apply({"params": p}, y)[0], "attention"),
+              ("2", lambda p, y: MlpBlock(MLP).apply({"params": p}, y), "mlp")]
   for suffix, f, name in branches:
     n = lambda y: norm.apply({"params": params[f"norm{suffix}"]}, y)
-    alpha = params.get(f"alpha{suffix}", 1.0)
     if block.block_order == "pre_norm":
-      x = x + alpha * f(params[name], n(x))
+      x = x + alpha(suffix) * f(params[name], n(x))
     else:                                       # post-norm and LipsFormer (Table 1)
-      x = n(x + alpha * f(params[name], x))
+      x = n(x + alpha(suffix) * f(params[name], x))
   return x
 
 
@@ -45,6 +49,7 @@ CASES = {
     "default": dict(),
     "pre_norm_alpha": dict(residual_alpha=0.3),
     "post_norm": dict(block_order="post_norm"),
+    "pre_norm_conv": dict(residual_alpha=0.3, conv_block=True, conv_kernel_size=3),
     "lipsformer": dict(block_order="lipsformer", residual_alpha=0.25, norm="center_norm",
                        attention="cosine", attention_kwargs=dict(tau=12.0),
                        kernel_init="spectral", conv_block=True, conv_kernel_size=3),
@@ -68,10 +73,50 @@ def test_default_block_parameters_keep_their_names():
   x = jnp.zeros((1, TOKENS, D))
   params = block.init(jax.random.key(1), (x, None), 0.0)["params"]
   assert sorted(params) == ["attention", "mlp", "norm1", "norm2"]
+
+
+def test_lipsformer_block_has_two_center_norms_and_one_conv_branch():
+  # §4.2.1: CenterNorm after attention and after the feed-forward branch only;
+  # the depth-wise + point-wise convolution is one weighted residual branch.
+  x = jnp.zeros((1, TOKENS, D))
   lips = make_block(**CASES["lipsformer"]).init(jax.random.key(1), (x, None), 0.0)["params"]
-  assert sorted(lips) == sorted(["attention", "mlp", "norm1", "norm2", "alpha1", "alpha2",
-                                 "conv_dw", "conv_pw", "norm_dw", "norm_pw", "alpha_dw", "alpha_pw"])
+  assert sorted(lips) == sorted(["conv_dw", "conv_pw", "alpha_conv", "attention", "norm1",
+                                 "alpha1", "mlp", "norm2", "alpha2"])
   np.testing.assert_array_equal(lips["alpha1"], np.full(D, 0.25, np.float32))
+
+
+def test_block_branches_describe_the_built_block():
+  fields = CASES["lipsformer"]
+  specs = Block.branches(fields)
+  assert [s.name for s in specs] == ["conv", "attention", "mlp"]
+  assert [(s.pre_norm, s.post_norm) for s in specs] == [(False, False), (False, True),
+                                                         (False, True)]
+  assert Block.ends_in_norm(fields) and not Block.ends_in_norm({})
+  params = make_block(**fields).init(jax.random.key(1), (jnp.zeros((1, TOKENS, D)), None),
+                                     0.0)["params"]
+  declared = set()
+  for spec in specs:
+    declared |= set(spec.modules) | {f"alpha{spec.suffix}"}
+    declared |= {f"norm{spec.suffix}"} if spec.pre_norm or spec.post_norm else set()
+  assert declared == set(params)
+  stream = Block.branches(dict(attention_residual="none", use_mlp=False))
+  assert [(s.name, s.residual, s.pre_norm) for s in stream] == [("attention", False, True)]
+
+
+@pytest.mark.parametrize("order,final_norm", [("pre_norm", True), ("post_norm", False),
+                                              ("lipsformer", False)])
+def test_encoder_norm_only_after_a_block_that_does_not_end_in_one(order, final_norm):
+  model = ViT(num_classes=0, patch_size=2, hidden_size=D, depth=2, num_heads=HEADS,
+              mlp_dim=MLP, norm="center_norm",
+              block_options=dict(block_order=order, residual_alpha=0.5))
+  images = jax.random.normal(jax.random.key(0), (2, 4, 6, 1))
+  params = model.init(jax.random.key(1), images)["params"]
+  assert ("encoder_norm" in params["encoder"]) == final_norm
+  if not final_norm:   # the features are the last block's CenterNorm output, as is
+    _, state = model.apply({"params": params}, images, mutable=["intermediates"])
+    last = state["intermediates"]["encoder"]["encoderblock"]["block_output"][0][-1]
+    features = model.apply({"params": params}, images)
+    np.testing.assert_array_equal(features, last[:, 0])
 
 
 def test_drop_path_drops_the_weighted_branch_per_example():
@@ -85,6 +130,25 @@ def test_drop_path_drops_the_weighted_branch_per_example():
   centred = (x - x.mean(-1, keepdims=True)) * (D / (D - 1)) ** 2
   dropped = np.all(np.isclose(y, centred, atol=1e-5), axis=(1, 2))
   assert dropped.sum() >= 60
+
+
+@pytest.mark.parametrize("rescale", [False, True])
+def test_block_drop_path_rescale_option(rescale):
+  # One MLP branch, no attention residual: x <- x + DropPath(α ⊙ MLP(Norm(x))).
+  options = dict(attention_residual="none", residual_alpha=0.5, drop_path_rescale=rescale)
+  x = jax.random.normal(jax.random.key(0), (32, TOKENS, D))
+  params = make_block(**options).init(jax.random.key(1), (x, None), 0.0)["params"]
+  apply = lambda block, rate, **kw: block.apply({"params": params}, (x, None), rate, **kw)[0][0]
+  stream = apply(make_block(attention_residual="none", use_mlp=False, **{
+      k: v for k, v in options.items() if k != "attention_residual"}), 0.0)
+  full = apply(make_block(**options), 0.0)
+  y = apply(make_block(deterministic=False, **options), 0.5,
+            rngs={"dropout": jax.random.key(3)})
+  branch = full - stream
+  scale = 2.0 if rescale else 1.0                                  # 1/(1 − p), p = 0.5
+  kept = np.all(np.isclose(y, stream + scale * branch, atol=1e-5), axis=(1, 2))
+  dropped = np.all(np.isclose(y, stream, atol=1e-6), axis=(1, 2))
+  assert kept.any() and dropped.any() and np.all(kept | dropped)
 
 
 @pytest.mark.parametrize("options,match", [

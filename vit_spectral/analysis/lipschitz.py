@@ -32,6 +32,7 @@ import numpy as np
 
 from vit_spectral.layers.spectral_init import kernel_matrix
 from vit_spectral.models.layouts import layer_fields, layer_trees
+from vit_spectral.models.vit import Block, BranchSpec
 
 NORM_KINDS = ("2", "inf")
 
@@ -148,7 +149,9 @@ def norm_lipschitz(norm: str, norm_params: Mapping[str, Any]) -> float:
 
 
 class Branch(NamedTuple):
-  """One weighted residual branch: its name, α, Lip(f) and the norm after it."""
+  """One weighted residual branch: its name (`BranchSpec.name`: "conv",
+  "attention", "mlp"), α, Lip(f) (a pre-norm counted inside f) and the
+  Lipschitz constant of the norm after the residual sum (1 if none)."""
   name: str
   alpha: Any
   lip: float
@@ -169,15 +172,15 @@ class LipschitzReport(NamedTuple):
   network_bound: float
 
 
-def _branch_lip(name: str, params: Mapping[str, Any], block_fields: Mapping[str, Any],
-                num_tokens: int) -> float:
+def _branch_lip(spec: BranchSpec, params: Mapping[str, Any],
+                block_fields: Mapping[str, Any], num_tokens: int) -> float:
   """Lipschitz bound of the branch function f itself (no norm, no α)."""
-  if name == "_dw":       # depth-wise conv, zero padding: ≤ max_c ‖k_c‖_1 (Young)
-    kernel = np.asarray(params["conv_dw"]["conv"]["kernel"])   # (k, k, 1, D)
-    return float(np.abs(kernel).sum(axis=(0, 1, 2)).max())
-  if name == "_pw":       # 1×1 conv: a Dense map on every token
-    return matrix_norm(kernel_matrix(params["conv_pw"]["conv"]["kernel"]))
-  if name == "1":
+  if spec.name == "conv":   # point-wise ∘ depth-wise convolution on the patch grid
+    # depth-wise, zero padding: ≤ max_c ‖k_c‖_1 (Young), whatever the grid size
+    depthwise = np.asarray(params["conv_dw"]["conv"]["kernel"])   # (k, k, 1, D)
+    pointwise = kernel_matrix(params["conv_pw"]["conv"]["kernel"])  # 1×1: a Dense map per token
+    return float(np.abs(depthwise).sum(axis=(0, 1, 2)).max()) * matrix_norm(pointwise)
+  if spec.name == "attention":
     kwargs = dict(block_fields.get("attention_kwargs") or {})
     if block_fields.get("attention", "dot_product") != "cosine":
       raise ValueError(f"attention={block_fields.get('attention')!r} has no Lipschitz "
@@ -190,14 +193,19 @@ def _branch_lip(name: str, params: Mapping[str, Any], block_fields: Mapping[str,
         params["attention"], num_tokens, tau=kwargs.get("tau", 12.0),
         nu=kwargs.get("nu", 1.0), epsilon=kwargs.get("epsilon", 1e-6),
         scale_heads=kwargs.get("scale_heads", True))
-  mlp = params["mlp"]     # fc2 ∘ GELU ∘ fc1, token-wise
-  return (matrix_norm(mlp["fc1"]["kernel"]) * gelu_lipschitz()
-          * matrix_norm(mlp["fc2"]["kernel"]))
+  if spec.name == "mlp":    # fc2 ∘ GELU ∘ fc1, token-wise
+    mlp = params["mlp"]
+    return (matrix_norm(mlp["fc1"]["kernel"]) * gelu_lipschitz()
+            * matrix_norm(mlp["fc2"]["kernel"]))
+  raise ValueError(f"no Lipschitz bound for the block branch {spec.name!r}")
 
 
 def block_branches(block_params: Mapping[str, Any], block_fields: Mapping[str, Any],
                    num_tokens: int, include_norms: bool = True) -> list[Branch]:
   """The residual branches of one `Block` (loop-layout parameters).
+
+  The branches and where their norms sit come from `Block.branches` (the
+  block's own description), not from parameter names.
 
   Args:
     block_params: the block's parameters ("encoderblock_i" subtree).
@@ -205,22 +213,26 @@ def block_branches(block_params: Mapping[str, Any], block_fields: Mapping[str, A
       block_order, residual_alpha, conv_block, ...), e.g. `ViT` fields merged
       with its `block_options`.
     num_tokens: N, tokens per image (CLS included).
-    include_norms: count the norms' Lipschitz constants (in the pre-norm order
-      inside f, otherwise after the residual sum); False = the paper's
-      simplification that CenterNorm is 1-Lipschitz.
+    include_norms: count the norms' Lipschitz constants (a pre-norm inside f,
+      a post-norm after the residual sum; a branch without a norm counts
+      none); False = the paper's simplification that CenterNorm is 1-Lipschitz.
   """
-  order = block_fields.get("block_order", "pre_norm")
-  names = (["_dw", "_pw"] if block_fields.get("conv_block") else []) + ["1", "2"]
   branches = []
-  for name in names:
-    lip = _branch_lip(name, block_params, block_fields, num_tokens)
-    norm_lip = (norm_lipschitz(block_fields.get("norm", "layer_norm"),
-                               block_params[f"norm{name}"]) if include_norms else 1.0)
-    alpha = block_params.get(f"alpha{name}", 1.0)
-    if order == "pre_norm":
-      branches.append(Branch(name, alpha, lip * norm_lip, 1.0))
+  for spec in Block.branches(block_fields):
+    if not spec.residual:
+      raise ValueError(f"model.block.attention_residual="
+                       f"{block_fields.get('attention_residual')!r}: the attention output "
+                       "is the stream, not a residual branch; eq. (19) needs 'add'")
+    lip = _branch_lip(spec, block_params, block_fields, num_tokens)
+    norm_lip = 1.0
+    if include_norms and (spec.pre_norm or spec.post_norm):
+      norm_lip = norm_lipschitz(block_fields.get("norm", "layer_norm"),
+                                block_params[f"norm{spec.suffix}"])
+    alpha = block_params[f"alpha{spec.suffix}"] if spec.weighted else 1.0
+    if spec.pre_norm:
+      branches.append(Branch(spec.name, alpha, lip * norm_lip, 1.0))
     else:
-      branches.append(Branch(name, alpha, lip, norm_lip))
+      branches.append(Branch(spec.name, alpha, lip, norm_lip))
   return branches
 
 

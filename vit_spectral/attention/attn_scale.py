@@ -15,10 +15,25 @@ array besides the softmax itself (a fused attention kernel could replace A·V).
 `all_pass_weights` is the explicit Â; it is only built when the map is recorded
 for the diagnostics (the "intermediates" collection is mutable).
 
+With a mask (causal or padding; the paper has none), eq. 7's 11ᵀ/n would give
+every masked key the weight −ω/n in Â, so a token's output would change when
+a future (or padding) token changes. The DC part is restricted to the keys
+each query may attend to: row t of A_LP is the uniform map over query t's
+allowed keys S_t,
+
+    A_LP[t, s] = 1/|S_t| if s ∈ S_t else 0,    Â = A_LP + (1 + ω)(A − A_LP),
+    Â·V = (1 + ω)·(A·V) − ω·mean_{s ∈ S_t}(V_s),
+
+which is eq. 7 when every key is allowed, keeps Â's rows summing to one and
+zero on masked keys, and keeps ω = 0 exactly A. A masked mean is one more
+(n×n)·V product (the per-query means differ), still no second map to store.
+A row with no allowed key gets the uniform softmax over all keys from
+`Attention.probabilities`; its A_LP is uniform over all keys too, so Â = A
+there.
+
 Reading chosen where the paper is silent: attention dropout, when enabled, is
 applied to A before the rescaling (Â = A_LP + (1 + ω)·(drop(A) − A_LP)), which keeps
-the fast form exact; the paper's DeiT recipes use no attention dropout. With a
-mask, A_LP stays the uniform map over all n tokens, as in eq. 7.
+the fast form exact; the paper's DeiT recipes use no attention dropout.
 """
 
 from __future__ import annotations
@@ -30,34 +45,62 @@ from vit_spectral.attention.base import Attention, apply_weights, scaled_dot_log
 from vit_spectral.attention.registry import register_attention
 
 
-def all_pass_weights(weights, omega):
-  """Explicit Â = A_LP + (ω + 1)(A − A_LP), eqs. 7–9.
+def low_pass_weights(num_keys: int, mask=None):
+  """A_LP: per query, the uniform map over its allowed keys (eq. 7 under a mask).
 
   Args:
-    weights: A, (B, H, T, T) attention probabilities.
-    omega: ω, (H,) one scale per head.
+    num_keys: S, keys per query.
+    mask: None, or bool broadcastable to (B, H, T, S); True = may attend.
 
   Returns:
-    Â, (B, H, T, T); rows still sum to one, entries may be negative.
+    1/S (a scalar) without a mask; otherwise float32 of the mask's shape with
+    its last axis S, each row 1/|allowed keys| on the allowed keys and 0
+    elsewhere (a row with none allowed: 1/S everywhere).
   """
-  low_pass = 1.0 / weights.shape[-1]                          # every entry of 11ᵀ/n
+  if mask is None:
+    return jnp.asarray(1.0 / num_keys, jnp.float32)
+  allowed = jnp.asarray(mask, bool)
+  allowed = jnp.broadcast_to(allowed, allowed.shape[:-1] + (num_keys,))
+  allowed = allowed | ~allowed.any(axis=-1, keepdims=True)
+  allowed = allowed.astype(jnp.float32)
+  return allowed / allowed.sum(axis=-1, keepdims=True)
+
+
+def all_pass_weights(weights, omega, mask=None):
+  """Explicit Â = A_LP + (ω + 1)(A − A_LP), eqs. 7–9 (A_LP masked, see the module).
+
+  Args:
+    weights: A, (B, H, T, S) attention probabilities.
+    omega: ω, (H,) one scale per head.
+    mask: optional bool broadcastable to (B, H, T, S); True = may attend.
+
+  Returns:
+    Â, (B, H, T, S); rows still sum to one, entries may be negative, masked
+    keys get 0.
+  """
+  low_pass = low_pass_weights(weights.shape[-1], mask).astype(weights.dtype)
   scale = (1.0 + omega.astype(weights.dtype))[:, None, None]  # (H, 1, 1)
   return low_pass + scale * (weights - low_pass)
 
 
-def all_pass_apply(weights, v, omega):
-  """Â·V without forming Â: (1 + ω)·(A·V) − ω·mean_tokens(V).
+def all_pass_apply(weights, v, omega, mask=None):
+  """Â·V without forming Â: (1 + ω)·(A·V) − ω·mean_allowed(V).
 
   Args:
     weights: A, (B, H, T, S) attention probabilities (rows sum to one).
     v: (B, S, H, Dh) values.
     omega: (H,) one scale per head.
+    mask: optional bool broadcastable to (B, H, T, S); True = may attend.
 
   Returns:
-    (B, T, H, Dh), equal to `apply_weights(all_pass_weights(A, ω), v)`.
+    (B, T, H, Dh), equal to `apply_weights(all_pass_weights(A, ω, mask), v)`.
   """
   omega = omega.astype(v.dtype)[:, None]                      # (H, 1)
-  dc = jnp.mean(v, axis=1, keepdims=True)                     # (B, 1, H, Dh)
+  if mask is None:
+    dc = jnp.mean(v, axis=1, keepdims=True)                   # (B, 1, H, Dh)
+  else:                                                       # per query's allowed keys
+    low_pass = low_pass_weights(weights.shape[-1], mask).astype(v.dtype)
+    dc = apply_weights(jnp.broadcast_to(low_pass, weights.shape), v)   # (B, T, H, Dh)
   # ω = 0 gives exactly A·V: 1·x − 0·dc is x bit for bit.
   return (1.0 + omega) * apply_weights(weights, v) - omega * dc
 
@@ -68,7 +111,9 @@ class AttnScaleAttention(Attention):
 
   Parameters: those of the baseline ("query", "key", "value", "out") plus
   "omega", (num_heads,) zeros, so ω = 0 is exactly `dot_product` attention and
-  ω is never weight-decayed (1-D). The sown `attention_weights` are Â.
+  ω is never weight-decayed (1-D). The sown `attention_weights` are Â. Under a
+  mask the DC part is the mean over each query's allowed keys (module
+  docstring), so masked tokens never reach the output.
 
   Call contract: see `vit_spectral.attention.base`.
   """
@@ -80,11 +125,11 @@ class AttnScaleAttention(Attention):
                        self.param_dtype)
     q, k, v = self.project_qkv(x)                                  # (B, T, H, Dh)
     weights = self.probabilities(scaled_dot_logits(q, k), mask)    # A, (B, H, T, T)
-    return self.project_out(all_pass_apply(weights, v, omega), x.shape[-1]), state
+    return self.project_out(all_pass_apply(weights, v, omega, mask), x.shape[-1]), state
 
-  def sow_weights(self, weights):
+  def sow_weights(self, weights, mask=None):
     """Records Â (not the softmax A) for the diagnostics, (B, H, T, T)."""
     # Â is an extra n×n array: build it only when someone collects it.
     if self.is_mutable_collection("intermediates"):
       omega = self.get_variable("params", "omega")
-      super().sow_weights(all_pass_weights(weights, omega))
+      super().sow_weights(all_pass_weights(weights, omega, mask))

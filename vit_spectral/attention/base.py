@@ -188,12 +188,16 @@ class Attention(nn.Module):
     if mask is not None:
       logits = jnp.where(mask, logits, _MASK_VALUE)
     weights = jax.nn.softmax(logits, axis=-1)
-    self.sow_weights(weights)
+    self.sow_weights(weights, mask)
     weights = nn.Dropout(self.dropout_rate)(weights, deterministic=self.deterministic)
     return weights.astype(self.dtype)
 
-  def sow_weights(self, weights):
-    """Records the attention map that the diagnostics read, (B, H, T, T)."""
+  def sow_weights(self, weights, mask=None):
+    """Records the attention map that the diagnostics read, (B, H, T, T).
+
+    `mask` is the one `probabilities` applied (variants whose recorded map
+    depends on it, e.g. AttnScale's Â, read it)."""
+    del mask
     self.sow("intermediates", "attention_weights", weights)
 
 

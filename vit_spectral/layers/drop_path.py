@@ -2,6 +2,17 @@
 
 The rate is an argument, not an attribute, so that a scanned encoder can feed each
 layer its own rate from the linear depth schedule (the rates are scanned over).
+
+Two forms of the kept branch:
+
+  rescale=True  (default, Huang et al. / timm):  y = m·f(x) / (1 − p)
+  rescale=False (LipsFormer, paper 001, App. J):  y = m·f(x)
+
+with m ~ Bernoulli(1 − p) per example. The first keeps the expectation of the
+branch, so training and evaluation see the same mean; the second is App. J's
+droppath(α·Lip(f), p), which is 0 with probability p and α·Lip(f) otherwise,
+never more: it only lowers the bound of eq. (21), while 1/(1 − p) would raise
+the kept branch's constant above α·Lip(f).
 """
 
 from __future__ import annotations
@@ -14,9 +25,13 @@ import jax.numpy as jnp
 class DropPath(nn.Module):
   """Drops the whole residual branch per example with probability `rate`.
 
-  Surviving branches are scaled by 1 / (1 - rate), so the expectation is kept.
   Draws from the "dropout" RNG stream.
+
+  Attributes:
+    rescale: scale the surviving branches by 1 / (1 - rate), keeping the
+      expectation (True), or leave them as they are (False, LipsFormer App. J).
   """
+  rescale: bool = True
 
   @nn.compact
   def __call__(self, x, rate, deterministic: bool):
@@ -28,7 +43,8 @@ class DropPath(nn.Module):
     keep = 1.0 - jnp.asarray(rate, jnp.float32)
     shape = (x.shape[0],) + (1,) * (x.ndim - 1)
     mask = jax.random.bernoulli(self.make_rng("dropout"), keep, shape)
-    return jnp.where(mask, x / keep.astype(x.dtype), jnp.zeros_like(x))
+    kept = x / keep.astype(x.dtype) if self.rescale else x
+    return jnp.where(mask, kept, jnp.zeros_like(x))
 
 
 def linear_drop_path_rates(max_rate: float, depth: int) -> list[float]:

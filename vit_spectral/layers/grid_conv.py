@@ -1,10 +1,14 @@
 """Convolution over the patch grid of a token sequence (LipsFormer §4.2.1, Table 3).
 
-LipsFormer's convolution block is a depth-wise k×k convolution and a point-wise
-1×1 convolution, each applied to the tokens laid back on their patch grid. The
-prefix tokens (CLS) have no grid position: they are passed around the
-convolution, i.e. the branch outputs zero for them, so a residual branch built
-on it leaves them unchanged.
+LipsFormer's convolution block is a depth-wise k×k convolution followed by a
+point-wise 1×1 convolution, both applied to the tokens laid back on their
+patch grid. The prefix tokens (CLS) have no grid position: they are passed
+around the convolution, i.e. the branch outputs zero for them, so a residual
+branch built on it leaves them unchanged.
+
+With `kernel_init="spectral"` the kernels are normalised by the convolution's
+exact operator norm on the grid (`spectral_init.grid_conv_spectral`), so each
+convolution is 1-Lipschitz at init as a map of the grid tokens.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from typing import Any
 import flax.linen as nn
 import jax.numpy as jnp
 
-from vit_spectral.layers.initializers import get_initializer
+from vit_spectral.layers.spectral_init import conv_initializer
 
 
 class DepthwiseConv(nn.Module):
@@ -24,7 +28,8 @@ class DepthwiseConv(nn.Module):
   padding="SAME")` ("kernel" (k, k, 1, width), "bias" (width,)), but XLA:CPU
   lowers the gradient of a grouped convolution to a slow loop (a LipsFormer
   step on digits was ~10x slower); on a small patch grid the k² shifted
-  products are cheap on every backend.
+  products are cheap on every backend. The kernel initializer sees the grid
+  (the input's rows × cols), so spectral init normalises by the operator norm.
   """
   kernel_size: int
   kernel_init: str = "xavier_uniform"
@@ -35,10 +40,10 @@ class DepthwiseConv(nn.Module):
   def __call__(self, grid):
     """grid: (B, rows, cols, D) -> (B, rows, cols, D)."""
     k, width = self.kernel_size, grid.shape[-1]
-    kernel = self.param("kernel", get_initializer(self.kernel_init), (k, k, 1, width),
-                        self.param_dtype).astype(self.dtype)
-    bias = self.param("bias", nn.initializers.zeros, (width,), self.param_dtype)
     rows, cols = grid.shape[1:3]
+    init = conv_initializer(self.kernel_init, (rows, cols), depthwise=True)
+    kernel = self.param("kernel", init, (k, k, 1, width), self.param_dtype).astype(self.dtype)
+    bias = self.param("bias", nn.initializers.zeros, (width,), self.param_dtype)
     lo = (k - 1) // 2                                # SAME padding: lo before, k-1-lo after
     padded = jnp.pad(grid.astype(self.dtype), ((0, 0), (lo, k - 1 - lo), (lo, k - 1 - lo), (0, 0)))
     out = sum(padded[:, i:i + rows, j:j + cols] * kernel[i, j, 0]
@@ -55,7 +60,8 @@ class GridConv(nn.Module):
     kernel_size: side of the square kernel (7 depth-wise, 1 point-wise in the paper).
     depthwise: one filter per channel (feature_group_count = width) if True,
       a full channel mix otherwise.
-    kernel_init: initializer name (see `layers.initializers`).
+    kernel_init: initializer name (see `layers.initializers`); "spectral"
+      normalises by the operator norm on this grid (`spectral_init`).
   """
   grid_size: tuple[int, int]
   num_prefix_tokens: int = 0
@@ -81,7 +87,8 @@ class GridConv(nn.Module):
                            param_dtype=self.param_dtype, name="conv")(grid)
     else:
       grid = nn.Conv(width, (self.kernel_size, self.kernel_size), padding="SAME",
-                     kernel_init=get_initializer(self.kernel_init), dtype=self.dtype,
+                     kernel_init=conv_initializer(self.kernel_init, self.grid_size,
+                                                  depthwise=False), dtype=self.dtype,
                      param_dtype=self.param_dtype, name="conv")(grid)
     grid = grid.reshape(batch, rows * cols, width)
     return jnp.concatenate([jnp.zeros_like(prefix, dtype=grid.dtype), grid], axis=1)

@@ -9,7 +9,8 @@ where `state` is the attention variant's memory (None for stateless variants).
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+import dataclasses
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import flax.linen as nn
 import jax
@@ -19,6 +20,7 @@ from vit_spectral.attention import get_attention
 from vit_spectral.layers.drop_path import DropPath, linear_drop_path_rates
 from vit_spectral.layers.feat_scale import FeatScale
 from vit_spectral.layers.grid_conv import GridConv
+from vit_spectral.layers.initializers import get_initializer
 from vit_spectral.layers.mlp import MlpBlock
 from vit_spectral.layers.space_to_depth import space_to_depth
 from vit_spectral.layers.norms import get_norm
@@ -50,22 +52,93 @@ def check_attention_residual(choice: str, attention_cls: type) -> None:
         "use 'add' or 'none'")
 
 
+class BranchSpec(NamedTuple):
+  """One branch of a `Block`, as `Block.__call__` builds it and analysis reads it.
+
+    pre_norm:                 x <- x + DropPath(α ⊙ f(Norm(x)))
+    post_norm:                x <- Norm(x + DropPath(α ⊙ f(x)))
+    neither:                  x <- x + DropPath(α ⊙ f(x))
+    residual=False:           x <- f(Norm(x))   (the output is the stream)
+
+  Attributes:
+    name: "conv", "attention" or "mlp".
+    suffix: the suffix of the branch's parameters and modules: "norm{suffix}",
+      "alpha{suffix}", "drop_path{suffix}".
+    modules: the submodules that make f, in call order.
+    pre_norm: Norm on the branch input (inside the residual).
+    post_norm: Norm after the residual sum.
+    weighted: f is scaled by the learned per-channel α (eq. 4).
+    residual: added to the stream; False = f's output is the stream
+      (attention_residual "replace" or "none"), so no α and no DropPath.
+  """
+  name: str
+  suffix: str
+  modules: tuple[str, ...]
+  pre_norm: bool
+  post_norm: bool
+  weighted: bool
+  residual: bool = True
+
+
+def block_branches(block_order: str = "pre_norm", conv_block: bool = False,
+                   use_mlp: bool = True, attention_residual: str = "add",
+                   residual_alpha: float | None = None) -> tuple[BranchSpec, ...]:
+  """The branches of a `Block` with these fields, in call order (see `Block`)."""
+  weighted = residual_alpha is not None
+  post = block_order != "pre_norm"
+  branches = []
+  if conv_block:   # §4.2.1: a weighted residual branch with no CenterNorm after it
+    branches.append(BranchSpec("conv", "_conv", ("conv_dw", "conv_pw"), pre_norm=False,
+                               post_norm=False, weighted=weighted))
+  if attention_residual == "add":
+    branches.append(BranchSpec("attention", "1", ("attention",), pre_norm=not post,
+                               post_norm=post, weighted=weighted))
+  else:
+    branches.append(BranchSpec("attention", "1", ("attention",), pre_norm=True,
+                               post_norm=False, weighted=False, residual=False))
+  if use_mlp:
+    branches.append(BranchSpec("mlp", "2", ("mlp",), pre_norm=not post, post_norm=post,
+                               weighted=weighted))
+  return tuple(branches)
+
+
 class Block(nn.Module):
   """Transformer block, called as `(x, state), _ = block((x, state), rate, mask)`.
 
-  Each sub-block f (attention, MLP, and with `conv_block` a depth-wise and a
-  point-wise convolution before them) is a residual branch whose placement of
-  the norm is `block_order` (LipsFormer, paper 001, Table 1):
+  A sequence of residual branches (`Block.branches` describes them; analysis
+  reads that description): with `conv_block` a convolution branch, then
+  attention, then (with `use_mlp`) the MLP. `block_order` places the norm
+  around the attention and MLP branches (LipsFormer, paper 001, Table 1):
 
     "pre_norm" (default):  x <- x + DropPath(α ⊙ f(Norm(x)))
     "post_norm":           x <- Norm(x + DropPath(α ⊙ f(x)))
     "lipsformer":          x <- Norm(x + DropPath(α ⊙ f(x)))  with α required
                            (the LipsFormer block; use norm="center_norm")
 
+  The LipsFormer block (§4.2.1, Fig. 1) as the paper draws it: three
+  sub-modules, each a residual branch re-weighted by α and dropped by DropPath
+  — the convolution block (7×7 depth-wise then 1×1 point-wise convolution on
+  the patch grid, one branch), scaled cosine attention, feed-forward — with
+  CenterNorm after the attention branch and after the feed-forward branch
+  only (the paper: "CenterNorm operator is optional after each sub-module. In
+  this work we apply CenterNorm after scaled cosine similarity attention and
+  feed-forward connection"), i.e. two norms per block, each on the residual
+  sum:
+
+    x <- x + DropPath(α_c ⊙ PW(DW(x)))               conv branch, no norm
+    x <- CN(x + DropPath(α_1 ⊙ SCSA(x)))
+    x <- CN(x + DropPath(α_2 ⊙ FFN(x)))
+
+  The conv branch has no norm in any order. The block then ends in its norm,
+  so the encoder adds no final norm after it (`Block.ends_in_norm`).
+
   α is the weighted residual shortcut of eq. 4, a learned per-channel vector
   ("alpha{suffix}", initialised to `residual_alpha`); with `residual_alpha=None`
   the branch is not weighted (α ≡ 1, no parameter). The attention output goes
-  through dropout before DropPath. Defaults give the plain pre-norm ViT block.
+  through dropout before DropPath. DropPath rescales kept branches by
+  1/(1 − p) unless `drop_path_rescale=False` (LipsFormer, App. J). Defaults give
+  the plain pre-norm ViT block, parameter names "norm1", "attention", "norm2",
+  "mlp".
 
   Options for the attention branch (defaults: the standard block, same
   parameters, same numbers):
@@ -103,10 +176,13 @@ class Block(nn.Module):
     block_order: "pre_norm", "post_norm" or "lipsformer" (see above).
     residual_alpha: initial value of the per-channel residual weight α (eq. 4;
       LipsFormer uses 1/L, L = number of residual branches); None = no α.
-    conv_block: add LipsFormer's convolution branches (§4.2.1): depth-wise
-      `conv_kernel_size`² then point-wise 1×1 on the patch grid, each its own
-      weighted residual branch ("conv_dw", "conv_pw"); CLS passes around them.
+    conv_block: add LipsFormer's convolution branch (§4.2.1): depth-wise
+      `conv_kernel_size`² ("conv_dw") then point-wise 1×1 ("conv_pw") on the
+      patch grid, one weighted residual branch ("alpha_conv"); CLS passes
+      around it.
     conv_kernel_size: side of the depth-wise kernel (7 in the paper).
+    drop_path_rescale: DropPath scales kept branches by 1/(1 − p) (True) or
+      leaves them unscaled (False, LipsFormer App. J).
   """
   num_heads: int
   mlp_dim: int
@@ -126,8 +202,23 @@ class Block(nn.Module):
   residual_alpha: float | None = None
   conv_block: bool = False
   conv_kernel_size: int = 7
+  drop_path_rescale: bool = True
   dtype: Any = jnp.float32
   param_dtype: Any = jnp.float32
+
+  @classmethod
+  def branches(cls, fields: Mapping[str, Any]) -> tuple[BranchSpec, ...]:
+    """The residual branches of a Block with `fields` (others at their defaults)."""
+    defaults = {f.name: f.default for f in dataclasses.fields(cls)
+                if f.default is not dataclasses.MISSING}
+    values = {**defaults, **{k: v for k, v in fields.items() if k in defaults}}
+    return block_branches(values["block_order"], values["conv_block"], values["use_mlp"],
+                          values["attention_residual"], values["residual_alpha"])
+
+  @classmethod
+  def ends_in_norm(cls, fields: Mapping[str, Any]) -> bool:
+    """Whether a Block with `fields` ends in a norm (its last branch post-norms)."""
+    return cls.branches(fields)[-1].post_norm
 
   def check_options(self):
     if self.block_order not in BLOCK_ORDERS:
@@ -141,26 +232,34 @@ class Block(nn.Module):
     if self.conv_kernel_size < 1:
       raise ValueError(f"model.block.conv_kernel_size={self.conv_kernel_size} "
                        "must be positive")
+    if not isinstance(self.feat_scale, bool):
+      raise ValueError(f"model.block.feat_scale={self.feat_scale!r} must be True or False")
+    if not isinstance(self.drop_path_rescale, bool):
+      raise ValueError(f"model.block.drop_path_rescale={self.drop_path_rescale!r} must "
+                       "be True or False")
 
-  def residual(self, x, branch, suffix: str, drop_path_rate):
-    """One residual sub-block around `branch`: (B, T, D) -> (B, T, D)."""
-    norm = get_norm(self.norm)(dtype=self.dtype, param_dtype=self.param_dtype,
-                               name=f"norm{suffix}")
-    y = branch(norm(x) if self.block_order == "pre_norm" else x)
-    if self.residual_alpha is not None:
-      alpha = self.param(f"alpha{suffix}", nn.initializers.constant(self.residual_alpha),
+  def residual(self, x, spec: BranchSpec, branch, drop_path_rate):
+    """One branch `spec` around `branch(y, skip)`: (B, T, D) -> (B, T, D)."""
+    norm = None
+    if spec.pre_norm or spec.post_norm:
+      norm = get_norm(self.norm)(dtype=self.dtype, param_dtype=self.param_dtype,
+                                 name=f"norm{spec.suffix}")
+    y = branch(norm(x) if spec.pre_norm else x, x)
+    if not spec.residual:
+      return y
+    if spec.weighted:
+      alpha = self.param(f"alpha{spec.suffix}", nn.initializers.constant(self.residual_alpha),
                          (x.shape[-1],), self.param_dtype)
       y = y * alpha.astype(y.dtype)
-    x = x + DropPath(name=f"drop_path{suffix}")(y, drop_path_rate, self.deterministic)
-    return x if self.block_order == "pre_norm" else norm(x)
+    drop_path = DropPath(rescale=self.drop_path_rescale, name=f"drop_path{spec.suffix}")
+    x = x + drop_path(y, drop_path_rate, self.deterministic)
+    return norm(x) if spec.post_norm else x
 
   @nn.compact
   def __call__(self, carry, drop_path_rate, mask=None):
     """carry: (x (B, T, D), state); drop_path_rate: scalar; mask: see attention.base."""
     self.check_options()
     x, state = carry
-    if not isinstance(self.feat_scale, bool):
-      raise ValueError(f"model.block.feat_scale={self.feat_scale!r} must be True or False")
     attention = get_attention(self.attention)(
         num_heads=self.num_heads, dropout_rate=self.attention_dropout_rate,
         deterministic=self.deterministic, kernel_init=self.kernel_init,
@@ -174,47 +273,46 @@ class Block(nn.Module):
           f"model.block.attention_residual={self.attention_residual!r} needs "
           f"model.block.block_order='pre_norm' (got {self.block_order!r})")
 
-    if self.conv_block:
-      for suffix, size, depthwise in (("_dw", self.conv_kernel_size, True),
-                                      ("_pw", 1, False)):
-        conv = GridConv(grid_size=self.grid_size, num_prefix_tokens=self.num_prefix_tokens,
-                        kernel_size=size, depthwise=depthwise,
-                        kernel_init=self.kernel_init, dtype=self.dtype,
-                        param_dtype=self.param_dtype, name=f"conv{suffix}")
-        x = self.residual(x, conv, suffix, drop_path_rate)
-
-    def attend(y, skip=None):
-      nonlocal state
-      if skip is None:
-        y, state = attention(y, state, mask)
-      else:
-        y, state = attention(y, state, mask, skip=skip)
-      if self.feat_scale:  # paper 000 eqs. 10-12, on the attention output
-        y = FeatScale(dtype=self.dtype, param_dtype=self.param_dtype, name="feat_scale")(y)
+    def convolve(y, skip):
+      del skip
+      for name, size, depthwise in (("conv_dw", self.conv_kernel_size, True),
+                                    ("conv_pw", 1, False)):
+        y = GridConv(grid_size=self.grid_size, num_prefix_tokens=self.num_prefix_tokens,
+                     kernel_size=size, depthwise=depthwise, kernel_init=self.kernel_init,
+                     dtype=self.dtype, param_dtype=self.param_dtype, name=name)(y)
       return y
 
-    if self.attention_residual == "add":
-      dropout = nn.Dropout(self.dropout_rate)
-      x = self.residual(
-          x, lambda y: dropout(attend(y), deterministic=self.deterministic),
-          "1", drop_path_rate)
-    else:  # the attention output is the stream (see the class docstring)
-      y = get_norm(self.norm)(dtype=self.dtype, param_dtype=self.param_dtype,
-                              name="norm1")(x)
-      x = attend(y, skip=x if self.attention_residual == "replace" else None)
+    def attend(y, skip):
+      nonlocal state
+      if self.attention_residual == "replace":   # the variant's own skip takes x
+        y, state = attention(y, state, mask, skip=skip)
+      else:
+        y, state = attention(y, state, mask)
+      if self.feat_scale:  # paper 000 eqs. 10-12, on the attention output
+        y = FeatScale(dtype=self.dtype, param_dtype=self.param_dtype, name="feat_scale")(y)
+      if self.attention_residual == "add":
+        y = nn.Dropout(self.dropout_rate)(y, deterministic=self.deterministic)
+      return y
 
-    if self.use_mlp:
-      mlp = MlpBlock(mlp_dim=self.mlp_dim, dropout_rate=self.dropout_rate,
-                     deterministic=self.deterministic, kernel_init=self.kernel_init,
-                     dtype=self.dtype, param_dtype=self.param_dtype, name="mlp")
-      x = self.residual(x, mlp, "2", drop_path_rate)
+    def feed_forward(y, skip):
+      del skip
+      return MlpBlock(mlp_dim=self.mlp_dim, dropout_rate=self.dropout_rate,
+                      deterministic=self.deterministic, kernel_init=self.kernel_init,
+                      dtype=self.dtype, param_dtype=self.param_dtype, name="mlp")(y)
+
+    functions = {"conv": convolve, "attention": attend, "mlp": feed_forward}
+    for spec in block_branches(self.block_order, self.conv_block, self.use_mlp,
+                               self.attention_residual, self.residual_alpha):
+      x = self.residual(x, spec, functions[spec.name], drop_path_rate)
 
     self.sow("intermediates", "block_output", x)
     return (x, _as_float32(state)), None
 
 
 class Encoder(nn.Module):
-  """`depth` Blocks, scanned or looped, then a final norm.
+  """`depth` Blocks, scanned or looped, then a final norm ("encoder_norm")
+  unless the last block already ends in its norm (post-norm and LipsFormer
+  orders, `Block.ends_in_norm`).
 
   Attributes:
     depth: number of blocks.
@@ -268,6 +366,8 @@ class Encoder(nn.Module):
           carry, _ = block_cls(name=f"{BLOCK_NAME}_{i}", **kwargs)(carry, rates[i], mask)
 
     x, _ = carry
+    if Block.ends_in_norm(segs[-1].block_kwargs):
+      return x    # post-norm / LipsFormer order: the last block already ends in its norm
     return get_norm(self.block_kwargs.get("norm", "layer_norm"))(
         dtype=self.dtype, param_dtype=self.param_dtype, name="encoder_norm")(x)
 
@@ -308,7 +408,8 @@ class ViT(nn.Module):
       paper 003's "*": the first half with value_output="minus"); see
       `models.segments`. None = every layer alike.
     encoder_mode: "scan" or "loop"; remat: rematerialise blocks.
-    kernel_init: initializer name for Dense kernels.
+    kernel_init: initializer name for the blocks' Dense and Conv kernels;
+      "spectral" (paper 001, eq. 5) also covers the patch embedding.
     dtype: compute dtype; param_dtype: parameter dtype.
   """
   num_classes: int
@@ -348,12 +449,18 @@ class ViT(nn.Module):
       raise ValueError(f"model.patch_size={self.patch_size} does not divide the "
                        f"image size {height}x{width}")
 
+    # Spectral init covers every convolution (paper 001, §4.1.4), the patch
+    # embedding included (non-overlapping: its kernel matrix's σ_max is its
+    # norm); other initializers leave the stem at flax's default.
+    stem_init = (get_initializer("spectral") if self.kernel_init == "spectral"
+                 else nn.initializers.lecun_normal())
     if self.stem == "patch":
       x = nn.Conv(self.hidden_size, (self.patch_size,) * 2, strides=self.patch_size,
-                  padding="VALID", dtype=self.dtype, param_dtype=self.param_dtype,
-                  name="embedding")(images.astype(self.dtype))
+                  padding="VALID", kernel_init=stem_init, dtype=self.dtype,
+                  param_dtype=self.param_dtype, name="embedding")(images.astype(self.dtype))
     else:
-      x = nn.Dense(self.hidden_size, dtype=self.dtype, param_dtype=self.param_dtype,
+      x = nn.Dense(self.hidden_size, kernel_init=stem_init, dtype=self.dtype,
+                   param_dtype=self.param_dtype,
                    name="embedding")(space_to_depth(images.astype(self.dtype),
                                                     self.patch_size))
     batch, rows, cols, _ = x.shape
