@@ -95,6 +95,12 @@ def from_config(cls: type[T], section: Any, **extra: Any) -> T:
   return cls(**values)
 
 
+def as_settings(cls: type[T], value: Any) -> T:
+  """`value` if it already is a `cls`, else `from_config(cls, value)`: lets a
+  function accept the typed section or its ConfigDict, converted once."""
+  return value if isinstance(value, cls) else from_config(cls, value)
+
+
 def _placeholder_type(annotation: Any) -> type | None:
   """`str | None` -> str (the type a None default is overridden with)."""
   args = [a for a in typing.get_args(annotation) if a is not type(None)]

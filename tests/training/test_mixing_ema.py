@@ -112,7 +112,7 @@ def test_bad_settings_raise():
   with pytest.raises(ValueError, match="cutmix_alpha"):
     mixing.MixSettings(cutmix_alpha=-1)
   with pytest.raises(ValueError, match="unknown fields"):
-    mixing.settings_from_config({"alpha": 1.0})
+    settings.from_config(mixing.MixSettings, {"alpha": 1.0})
   with pytest.raises(ValueError, match="ema_decay"):
     ema.check_decay(1.0)
 
