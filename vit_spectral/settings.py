@@ -111,6 +111,22 @@ def _placeholder_type(annotation: Any) -> type | None:
   return None
 
 
+def _config_of(cls: type, values: Mapping[str, Any]) -> ml_collections.ConfigDict:
+  """A ConfigDict of `values` (one per field of `cls`): None becomes a typed
+  placeholder, an int in a float field a float (so the field takes floats)."""
+  hints = typing.get_type_hints(cls)
+  out = {}
+  for name in field_names(cls):
+    value = values[name]
+    kind = _placeholder_type(hints[name]) or hints[name]
+    if value is None:
+      value = config_dict.placeholder(kind) if kind in (str, int, float, bool) else None
+    elif kind is float and isinstance(value, int) and not isinstance(value, bool):
+      value = float(value)
+    out[name] = value
+  return ml_collections.ConfigDict(out)
+
+
 def to_config(settings: Any, **overrides: Any) -> ml_collections.ConfigDict:
   """The ConfigDict of a section: every field at its value (`settings` an
   instance) or default (`settings` a class), then `overrides`, validated by
@@ -118,10 +134,10 @@ def to_config(settings: Any, **overrides: Any) -> ml_collections.ConfigDict:
   cls = settings if isinstance(settings, type) else type(settings)
   instance = cls(**overrides) if isinstance(settings, type) else dataclasses.replace(
       settings, **overrides)
-  hints = typing.get_type_hints(cls)
-  out = {}
-  for name in field_names(cls):
-    value = getattr(instance, name)
-    kind = _placeholder_type(hints[name]) if value is None else None
-    out[name] = config_dict.placeholder(kind) if kind in (str, int, float, bool) else value
-  return ml_collections.ConfigDict(out)
+  return _config_of(cls, {name: getattr(instance, name) for name in field_names(cls)})
+
+
+def defaults_config(cls: type) -> ml_collections.ConfigDict:
+  """The ConfigDict of `cls`'s defaults, not validated: for a section whose
+  defaults leave a required choice to the recipe (e.g. the run's length)."""
+  return _config_of(cls, {f.name: f.default for f in dataclasses.fields(cls)})

@@ -1,10 +1,13 @@
-"""The trainer's own settings: the top-level fields of a config.
+"""The trainer's own settings, and every training section read at once.
 
-A config holds the sections (`input`, `model`, `optim`, `mixup`, `robustness`,
-`mesh`), each owned by the module that reads it, beside these fields, which
-the trainer reads. `RunSettings` is their one definition: fields, defaults and
-checks. Each duration may be given in steps or in epochs, never both
-(`vit_spectral.training.durations` converts epochs to steps).
+A config holds sections (`input`, `model`, `optim`, `mixup`, `robustness`,
+`mesh`), each owned by the module that reads it, beside top-level fields that
+the trainer reads. `RunSettings` is the one definition of those: fields,
+defaults and checks. Each duration may be given in steps or in epochs, never
+both (`vit_spectral.training.durations` converts epochs to steps).
+`training_settings(config)` converts the top level and every training
+section once; `config.model` is converted by `models.build` and
+`config.input` by the data pipeline.
 """
 
 from __future__ import annotations
@@ -13,7 +16,10 @@ import dataclasses
 from typing import Any
 
 from vit_spectral import settings as settings_lib
-from vit_spectral.training.sharding import TENSOR_PARALLEL_RULES
+from vit_spectral.training.mixing import MixSettings
+from vit_spectral.training.optim import OptimSettings
+from vit_spectral.training.robustness import RobustnessSettings
+from vit_spectral.training.sharding import TENSOR_PARALLEL_RULES, MeshSettings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,3 +92,24 @@ def run_settings(config: Any) -> RunSettings:
   left to their owners)."""
   names = settings_lib.field_names(RunSettings)
   return settings_lib.from_config(RunSettings, {k: config[k] for k in names if k in config})
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingSettings:
+  """The typed training sections of one config."""
+
+  run: RunSettings
+  optim: OptimSettings
+  mixup: MixSettings
+  robustness: RobustnessSettings
+  mesh: MeshSettings
+
+
+def training_settings(config: Any) -> TrainingSettings:
+  """Converts (and so checks) the top level and every training section of
+  `config`; an absent section takes its defaults."""
+  sections = {name: settings_lib.from_config(cls, config.get(cls.SECTION))
+              for name, cls in (("optim", OptimSettings), ("mixup", MixSettings),
+                                ("robustness", RobustnessSettings),
+                                ("mesh", MeshSettings))}
+  return TrainingSettings(run=run_settings(config), **sections)
