@@ -87,7 +87,9 @@ def model_config(**fields: Any) -> ml_collections.ConfigDict:
     else:
       base[f.name] = f.default
   check_known(fields, base, "config.model")
-  base.update(fields)
+  # None keeps a placeholder typed (overridable from the command line).
+  base.update({k: v for k, v in fields.items()
+               if v is not None or not isinstance(base[k], config_dict.FieldReference)})
   return ml_collections.ConfigDict(base)
 
 
