@@ -16,7 +16,7 @@ from vit_spectral import settings as settings_lib
 from vit_spectral.data import randaugment
 from vit_spectral.data.input_pipeline import EVAL_RESIZES, TRAIN_AUGMENTS
 from vit_spectral.models.build import build_model
-from vit_spectral.training.run_settings import training_settings
+from vit_spectral.training.run_settings import TrainingSettings, training_settings
 from vit_spectral.training.sharding import MeshSettings
 
 
@@ -67,8 +67,9 @@ def check_batch_sizes(input_config, mesh: MeshSettings) -> None:
                          f"{jax.process_count()} processes")
 
 
-def validate_config(config) -> None:
-  """Raises ValueError naming the first invalid field of a training config."""
+def validate_config(config) -> TrainingSettings:
+  """Raises ValueError naming the first invalid field of a training config;
+  returns its typed training sections."""
   for key in ("input", "model"):
     settings_lib.require(key in config, f"config.{key} is missing")
   sections = training_settings(config)
@@ -79,3 +80,4 @@ def validate_config(config) -> None:
       or sections.run.uses_ema,
       "robustness.use_ema=True needs config.ema_decay > 0")
   validate_model(config.model, config.input.image_size, len(config.input.mean))
+  return sections

@@ -35,7 +35,7 @@ from vit_spectral.training import checkpointing, config_checks, optim, sharding,
 from vit_spectral.training import durations, mixing, robustness
 from vit_spectral.data import input_pipeline
 from vit_spectral.models import build_model
-from vit_spectral.training.run_settings import run_settings, training_settings
+from vit_spectral.training.run_settings import run_settings
 from vit_spectral.training.train_state import TrainState
 
 
@@ -118,8 +118,7 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
     The final evaluation metrics ({"eval_loss", "eval_accuracy"}, plus
     "eval_ema_*" with EMA and the "corrupt_*" metrics with config.robustness).
   """
-  config_checks.validate_config(config)
-  sections = training_settings(config)
+  sections = config_checks.validate_config(config)  # every section, typed
   input_config = config.input  # INPUT-SETTINGS: from_config(InputSettings, config.input)
   epath.Path(workdir).mkdir(parents=True, exist_ok=True)
   writer = metric_writers.create_default_writer(
