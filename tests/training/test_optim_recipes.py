@@ -12,7 +12,7 @@ import pytest
 from absl import flags
 from ml_collections import config_flags
 
-from configs import common
+from configs import common, lipsformer_digits
 from vit_spectral import settings
 from vit_spectral.models import ViT, build_model
 from vit_spectral.training import durations, mixing, optim, robustness, sharding
@@ -171,12 +171,17 @@ def test_config_sections_take_the_settings_defaults():
 def test_command_line_overrides_reach_none_default_fields(path, text, value):
   """`--config.<path>=<text>` through ml_collections.config_flags, on fields
   whose default is None."""
+  def field(config):
+    for name in path.split("."):
+      config = config[name]
+    return config
+
+  assert field(lipsformer_digits.get_config()) is None
   values = flags.FlagValues()
-  argv = ["train.py", f"--config={ROOT}/configs/digits_vit.py", f"--config.{path}={text}"]
+  argv = ["train.py", f"--config={ROOT}/configs/lipsformer_digits.py",
+          f"--config.{path}={text}"]
   config_flag = config_flags.DEFINE_config_file("config", None, flag_values=values,
                                                 sys_argv=argv, lock_config=True)
   values(argv)
-  section = config_flag.value
-  for name in path.split("."):
-    section = section[name]
-  assert section == value and type(section) is type(value)
+  overridden = field(config_flag.value)
+  assert overridden == value and type(overridden) is type(value)
