@@ -35,6 +35,7 @@ def test_the_default_config_is_valid():
     (lambda c: setattr(c.optim, "warmup_epochs", 2.0), "exactly one of optim.warmup_steps=100 and optim.warmup_epochs=2.0"),
     (lambda c: setattr(c.optim, "b2", 1.0), r"optim.b2=1.0 must be in \[0, 1\)"),
     (lambda c: setattr(c.optim, "grad_clip_norm", 0.0), "optim.grad_clip_norm=0.0"),
+    (lambda c: setattr(c, "total_steps", 100), "optim.warmup_steps=100 plus optim.cooldown_steps=0 must be smaller than config.total_steps=100"),
     (lambda c: c.optim.update(beta1=0.9), r"config.optim has unknown fields \['beta1'\]"),
     # mixup
     (lambda c: setattr(c.mixup, "mixup_alpha", -0.8), "mixup.mixup_alpha=-0.8"),

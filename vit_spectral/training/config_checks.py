@@ -75,6 +75,12 @@ def validate_config(config) -> TrainingSettings:
   sections = training_settings(config)
   validate_input(config.input)  # INPUT-SETTINGS
   check_batch_sizes(config.input, sections.mesh)
+  run, optim = sections.run, sections.optim
+  if run.total_steps and optim.warmup_epochs is None and optim.cooldown_epochs is None:
+    settings_lib.require(  # in epochs, known once the data set is (trainer)
+        optim.warmup_steps + optim.cooldown_steps < run.total_steps,
+        f"optim.warmup_steps={optim.warmup_steps} plus optim.cooldown_steps="
+        f"{optim.cooldown_steps} must be smaller than config.total_steps={run.total_steps}")
   settings_lib.require(
       not (sections.robustness.enabled and sections.robustness.use_ema)
       or sections.run.uses_ema,
