@@ -68,14 +68,14 @@ def field_names(cls: type) -> list[str]:
   return [f.name for f in dataclasses.fields(cls)]
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
   """ConfigDicts -> dicts and lists -> tuples, recursively (frozen-friendly)."""
   if isinstance(value, (ml_collections.ConfigDict, config_dict.FrozenConfigDict)):
     value = value.to_dict()
   if isinstance(value, Mapping):
-    return {k: _plain(v) for k, v in value.items()}
+    return {k: plain(v) for k, v in value.items()}
   if isinstance(value, (list, tuple)):
-    return tuple(_plain(v) for v in value)
+    return tuple(plain(v) for v in value)
   return value
 
 
@@ -86,7 +86,7 @@ def from_config(cls: type[T], section: Any, **extra: Any) -> T:
   naming the section and listing its fields. `extra` adds fields that are not
   in the config (e.g. values derived by the caller).
   """
-  values = {} if section is None else dict(_plain(section))
+  values = {} if section is None else dict(plain(section))
   names = field_names(cls)
   unknown = sorted(set(values) - set(names))
   require(not unknown, f"config.{section_name(cls)} has unknown fields {unknown}; "

@@ -30,6 +30,7 @@ import ml_collections
 from ml_collections import config_dict
 
 from vit_spectral.attention import get_attention
+from vit_spectral.settings import plain
 from vit_spectral.models.segments import check_overrides
 from vit_spectral.models.variants import variant_fields
 from vit_spectral.models.vit import Block, ViT
@@ -40,12 +41,6 @@ _DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16, "float16": jnp.floa
 # and fields the caller supplies (num_classes) or flax owns.
 _RENAMED = {"attention_kwargs": "attention", "block_options": "block"}
 _NOT_CONFIG = ("parent", "name", "num_classes")
-
-
-def _plain(value: Any) -> Any:
-  if hasattr(value, "to_dict"):
-    return value.to_dict()
-  return dict(value) if isinstance(value, Mapping) else value
 
 
 def _module_fields(module_cls: type) -> list[dataclasses.Field]:
@@ -113,12 +108,12 @@ def _check_overrides(overrides, fields: Mapping[str, Any]) -> None:
   """Each override's attention and block options exist on their classes."""
   check_overrides(overrides, fields["depth"])
   for n, override in enumerate(overrides):
-    override = _plain(override)
-    attention = dict(_plain(override.get("attention") or {}))
+    override = plain(override)
+    attention = dict(plain(override.get("attention") or {}))
     name = attention.pop("name", fields["attention"])
     _check_module_options(get_attention(name), attention,
                           f"model.layer_overrides[{n}].attention")
-    _check_module_options(Block, _plain(override.get("block") or {}),
+    _check_module_options(Block, plain(override.get("block") or {}),
                           f"model.layer_overrides[{n}].block")
 
 
@@ -132,7 +127,7 @@ def model_kwargs(model_config: Mapping[str, Any]) -> dict[str, Any]:
       or a layer override (the error lists the valid ones), an unknown
       variant or dtype, or shape fields neither set nor given by a variant.
   """
-  cfg = {k: v for k, v in dict(_plain(model_config)).items() if v is not None}
+  cfg = {k: v for k, v in dict(plain(model_config)).items() if v is not None}
   vit_fields = [f.name for f in _module_fields(ViT)]
   config_keys = ["variant"] + [_RENAMED.get(n, n) for n in vit_fields]
   check_known(cfg, config_keys, "config.model")
@@ -142,15 +137,15 @@ def model_kwargs(model_config: Mapping[str, Any]) -> dict[str, Any]:
   missing = [k for k in SHAPE_FIELDS if k not in fields and k not in cfg]
   if missing:
     raise ValueError(f"model config needs model.variant or explicit {missing}")
-  attention = dict(_plain(cfg.pop("attention", {})))
+  attention = dict(plain(cfg.pop("attention", {})))
   fields["attention"] = attention.pop("name", _field_default("attention"))
   _check_module_options(get_attention(fields["attention"]), attention, "model.attention")
   fields["attention_kwargs"] = attention
-  block = dict(_plain(cfg.pop("block", {})))
+  block = dict(plain(cfg.pop("block", {})))
   _check_module_options(Block, block, "model.block")
   if block:
     fields["block_options"] = block
-  overrides = tuple(_plain(o) for o in cfg.pop("layer_overrides", ()))
+  overrides = tuple(plain(o) for o in cfg.pop("layer_overrides", ()))
   for key in ("dtype", "param_dtype"):
     if key in cfg:
       fields[key] = parse_dtype(cfg.pop(key), f"model.{key}")
