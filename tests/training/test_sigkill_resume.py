@@ -4,10 +4,11 @@ optimizer moments, EMA params, step), with the whole recipe on: augmentation
 seeded per example, Mixup/CutMix and dropout/drop-path from fold_in(step), EMA
 in the checkpointed TrainState.
 
-One uninterrupted reference run serves both scenarios: killed as soon as the
-first checkpoint exists (synchronous checkpoints), and killed half-way through
-(asynchronous checkpoints, the default). Only when checkpoints are written
-differs between the runs, which does not change the numbers.
+One uninterrupted reference run serves both scenarios, played on one workdir:
+killed as soon as the first checkpoint exists (synchronous checkpoints), then
+resumed and killed again half-way through (asynchronous checkpoints, the
+default), then resumed to the end. Only when checkpoints are written differs
+between the runs, which does not change the numbers.
 """
 
 import os
@@ -26,7 +27,7 @@ from vit_spectral.training.checkpointing import latest_params
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOTAL, EVERY = 24, 4
-# A tiny model, so five processes fit the test budget; the recipe itself is
+# A tiny model, so four processes fit the test budget; the recipe itself is
 # configs/digits_deit.py (erasing, repeated augmentation, Mixup/CutMix, label
 # smoothing, drop-path, EMA, decay masks), with RandAugment and dropout added.
 FLAGS = [
@@ -72,49 +73,47 @@ def _final_state(workdir):
   return step, state
 
 
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory):
-  """The uninterrupted run: (its final step and state, the env for the others)."""
-  root = tmp_path_factory.mktemp("sigkill")
-  # Prepare digits here, so that no run prepares it itself: a process that
-  # prepared digits trained differently from ones that read it, which is not
-  # what is under test.
-  data.get_builder("digits", data_dir=str(root / "tfds"))
-  env = _env(str(root / "tfds"))
-  whole = str(root / "whole")
-  subprocess.run(_command(whole), env=env, check=True, capture_output=True, timeout=600)
-  return _final_state(whole), env
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("kill_after,async_checkpointing", [
-    (EVERY, False),       # at the first checkpoint
-    (TOTAL // 2, True),   # half-way, with background checkpoint writes
-])
-def test_sigkill_and_resume_is_bit_identical(reference, kill_after, async_checkpointing,
-                                             tmp_path):
-  (step_a, state_a), env = reference
-  killed = str(tmp_path / "killed")
-  proc = subprocess.Popen(_command(killed, async_checkpointing), env=env,
+def _kill_after(workdir, env, kill_after, async_checkpointing):
+  """Runs train.py in `workdir` and SIGKILLs it once a checkpoint at step >=
+  `kill_after` exists; returns the checkpoint steps at the kill."""
+  proc = subprocess.Popen(_command(workdir, async_checkpointing), env=env,
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
   deadline = time.time() + 300
   while time.time() < deadline and proc.poll() is None:
-    done = _checkpoints(killed)
+    done = _checkpoints(workdir)
     if done and done[-1] >= kill_after:
       proc.send_signal(signal.SIGKILL)
       break
     time.sleep(0.02)
   proc.wait()
   assert proc.returncode == -signal.SIGKILL, "the run ended before it was killed"
-  assert not os.path.exists(os.path.join(killed, "final_metrics.json"))
-  at_kill = _checkpoints(killed)
+  assert not os.path.exists(os.path.join(workdir, "final_metrics.json"))
+  at_kill = _checkpoints(workdir)
   assert at_kill and kill_after <= at_kill[-1] < TOTAL, f"not killed part-way: {at_kill}"
+  return at_kill
 
-  resumed = subprocess.run(_command(killed, async_checkpointing), env=env,
+
+@pytest.mark.slow
+def test_sigkill_and_resume_is_bit_identical(tmp_path):
+  # Prepare digits here, so that no run prepares it itself: a process that
+  # prepared digits trained differently from ones that read it, which is not
+  # what is under test.
+  data.get_builder("digits", data_dir=str(tmp_path / "tfds"))
+  env = _env(str(tmp_path / "tfds"))
+  whole, killed = str(tmp_path / "whole"), str(tmp_path / "killed")
+  subprocess.run(_command(whole), env=env, check=True, capture_output=True, timeout=600)
+
+  first = _kill_after(killed, env, EVERY, async_checkpointing=False)
+  # The second run resumes from the first kill's checkpoint, then is killed too.
+  second = _kill_after(killed, env, max(TOTAL // 2, first[-1] + EVERY),
+                       async_checkpointing=True)
+  assert second[-1] > first[-1]
+  resumed = subprocess.run(_command(killed, async_checkpointing=True), env=env,
                            capture_output=True, text=True, timeout=600)
   assert resumed.returncode == 0, resumed.stderr[-3000:]
-  assert f"resumed from the checkpoint at step {at_kill[-1]}" in resumed.stderr
+  assert f"resumed from the checkpoint at step {second[-1]}" in resumed.stderr
 
+  step_a, state_a = _final_state(whole)
   step_b, state_b = _final_state(killed)
   assert step_a == step_b == TOTAL == int(state_b["step"])
   leaves_a = jax.tree_util.tree_leaves_with_path(state_a)
