@@ -58,7 +58,7 @@ def check_batch_sizes(input_config, mesh: MeshSettings) -> None:
   """Batches split evenly over the data-parallel devices and the processes."""
   data_devices = mesh.shape(jax.device_count())[0]
   for key in ("batch_size", "eval_batch_size"):
-    value = input_config[key]
+    value = getattr(input_config, key)
     settings_lib.require(value % data_devices == 0,
                          f"input.{key}={value} must be divisible by the {data_devices} "
                          "data-parallel devices (config.mesh.data)")
