@@ -14,7 +14,12 @@ import ml_collections
 from vit_spectral import settings
 from vit_spectral.data import randaugment as randaugment_lib
 from vit_spectral.data.input_settings import InputSettings
+from vit_spectral.models import build
+from vit_spectral.training.mixing import MixSettings
+from vit_spectral.training.optim import OptimSettings
 from vit_spectral.training.robustness import robustness_config
+from vit_spectral.training.run_settings import RunSettings
+from vit_spectral.training.sharding import MeshSettings
 
 
 def _convert(key: str, text: str, default: Any) -> Any:
@@ -61,46 +66,25 @@ def input_config(dataset: str, **fields) -> ml_collections.ConfigDict:
 
 
 def model_config(variant: str | None = None, **fields) -> ml_collections.ConfigDict:
-  """The `config.model` block read by `vit_spectral.models.build_model`."""
-  base = dict(
-      variant=variant, hidden_size=None, depth=None, num_heads=None, mlp_dim=None,
-      patch_size=None, stem="patch", pooling="cls", posemb="learned", dropout_rate=0.0,
-      attention_dropout_rate=0.0, drop_path_rate=0.0,
-      attention=dict(name="dot_product"), block=dict(), layer_overrides=(),
-      norm="layer_norm",
-      encoder_mode="scan",
-      remat=False, kernel_init="xavier_uniform", dtype="float32",
-      param_dtype="float32")
-  unknown = set(fields) - set(base)
-  if unknown:
-    raise ValueError(f"unknown model fields {sorted(unknown)}; the fields are {sorted(base)}")
-  base.update(fields)
-  return ml_collections.ConfigDict(base)
+  """The `config.model` block read by `vit_spectral.models.build_model`, at
+  the ViT's defaults (`vit_spectral.models.build.model_config`)."""
+  return build.model_config(variant=variant, **fields)
 
 
 def optim_config(name: str = "adamw", **fields) -> ml_collections.ConfigDict:
-  """The `config.optim` block read by `vit_spectral.training.optim`."""
-  base = dict(name=name, learning_rate=1e-3, base_batch_size=None,
-              warmup_steps=0, warmup_epochs=None, warmup_init_learning_rate=0.0,
-              end_learning_rate=0.0, cooldown_steps=0, cooldown_epochs=None,
-              weight_decay=0.05, no_decay_patterns=(), b1=0.9, b2=0.999, eps=1e-8,
-              momentum=0.9, nesterov=False, grad_clip_norm=None)
+  """The `config.optim` block (`vit_spectral.training.optim.OptimSettings`)."""
   # A recipe in epochs sets warmup_epochs/cooldown_epochs; the step fields
-  # then step aside (vit_spectral.training.durations allows one of each pair).
+  # then step aside (OptimSettings allows one of each pair).
   for unit in ("warmup", "cooldown"):
     if fields.get(f"{unit}_epochs") is not None and f"{unit}_steps" not in fields:
-      base[f"{unit}_steps"] = None
-  base.update(fields)
-  return ml_collections.ConfigDict(base)
+      fields[f"{unit}_steps"] = None
+  return settings.to_config(OptimSettings, name=name, **fields)
 
 
-def mixup_config(mixup_alpha: float = 0.0, cutmix_alpha: float = 0.0,
-                 prob: float = 1.0, switch_prob: float = 0.5
-                 ) -> ml_collections.ConfigDict:
-  """The `config.mixup` block (`vit_spectral.training.mixing`); alphas 0 = off."""
-  return ml_collections.ConfigDict(dict(
-      mixup_alpha=mixup_alpha, cutmix_alpha=cutmix_alpha, prob=prob,
-      switch_prob=switch_prob))
+def mixup_config(**fields) -> ml_collections.ConfigDict:
+  """The `config.mixup` block (`vit_spectral.training.mixing.MixSettings`);
+  alphas 0 (the defaults) = off."""
+  return settings.to_config(MixSettings, **fields)
 
 
 def deit_augmentation(config: ml_collections.ConfigDict, *,
@@ -123,23 +107,11 @@ def deit_augmentation(config: ml_collections.ConfigDict, *,
 
 
 def base_config() -> ml_collections.ConfigDict:
-  """Trainer fields shared by every recipe (durations in steps)."""
-  config = ml_collections.ConfigDict()
-  config.seed = 0
-  config.total_steps = None
-  config.num_epochs = None
-  config.log_every = 100
-  config.eval_every = 1000
-  config.checkpoint_every = 1000
-  config.keep_checkpoints = 3
-  config.async_checkpointing = True
-  config.eval_every_epochs = None  # instead of eval_every (vit_spectral.training.durations)
-  config.checkpoint_every_epochs = None  # instead of checkpoint_every
-  config.label_smoothing = 0.0
-  config.ema_decay = 0.0  # 0 = no EMA (DeiT: 0.99996)
-  config.mixup = mixup_config()  # off
-  config.robustness = robustness_config()  # off
-  config.mesh = ml_collections.ConfigDict(dict(data=-1, model=1))
-  config.sharding_rules = None  # None = sharding.TENSOR_PARALLEL_RULES
+  """Trainer fields shared by every recipe (`vit_spectral.training.run_settings.
+  RunSettings`; durations in steps) and the training sections at their
+  defaults (Mixup/CutMix and corruption evaluation off)."""
+  config = settings.defaults_config(RunSettings)  # the recipe sets its length
+  config.mixup = mixup_config()
+  config.robustness = robustness_config()
+  config.mesh = settings.to_config(MeshSettings)
   return config
-

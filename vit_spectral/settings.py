@@ -68,14 +68,14 @@ def field_names(cls: type) -> list[str]:
   return [f.name for f in dataclasses.fields(cls)]
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
   """ConfigDicts -> dicts and lists -> tuples, recursively (frozen-friendly)."""
   if isinstance(value, (ml_collections.ConfigDict, config_dict.FrozenConfigDict)):
     value = value.to_dict()
   if isinstance(value, Mapping):
-    return {k: _plain(v) for k, v in value.items()}
+    return {k: plain(v) for k, v in value.items()}
   if isinstance(value, (list, tuple)):
-    return tuple(_plain(v) for v in value)
+    return tuple(plain(v) for v in value)
   return value
 
 
@@ -86,13 +86,19 @@ def from_config(cls: type[T], section: Any, **extra: Any) -> T:
   naming the section and listing its fields. `extra` adds fields that are not
   in the config (e.g. values derived by the caller).
   """
-  values = {} if section is None else dict(_plain(section))
+  values = {} if section is None else dict(plain(section))
   names = field_names(cls)
   unknown = sorted(set(values) - set(names))
   require(not unknown, f"config.{section_name(cls)} has unknown fields {unknown}; "
           f"the fields are {sorted(names)}")
   values.update(extra)
   return cls(**values)
+
+
+def as_settings(cls: type[T], value: Any) -> T:
+  """`value` if it already is a `cls`, else `from_config(cls, value)`: lets a
+  function accept the typed section or its ConfigDict, converted once."""
+  return value if isinstance(value, cls) else from_config(cls, value)
 
 
 def _placeholder_type(annotation: Any) -> type | None:
@@ -105,6 +111,22 @@ def _placeholder_type(annotation: Any) -> type | None:
   return None
 
 
+def _config_of(cls: type, values: Mapping[str, Any]) -> ml_collections.ConfigDict:
+  """A ConfigDict of `values` (one per field of `cls`): None becomes a typed
+  placeholder, an int in a float field a float (so the field takes floats)."""
+  hints = typing.get_type_hints(cls)
+  out = {}
+  for name in field_names(cls):
+    value = values[name]
+    kind = _placeholder_type(hints[name]) or hints[name]
+    if value is None:
+      value = config_dict.placeholder(kind) if kind in (str, int, float, bool) else None
+    elif kind is float and isinstance(value, int) and not isinstance(value, bool):
+      value = float(value)
+    out[name] = value
+  return ml_collections.ConfigDict(out)
+
+
 def to_config(settings: Any, **overrides: Any) -> ml_collections.ConfigDict:
   """The ConfigDict of a section: every field at its value (`settings` an
   instance) or default (`settings` a class), then `overrides`, validated by
@@ -112,10 +134,10 @@ def to_config(settings: Any, **overrides: Any) -> ml_collections.ConfigDict:
   cls = settings if isinstance(settings, type) else type(settings)
   instance = cls(**overrides) if isinstance(settings, type) else dataclasses.replace(
       settings, **overrides)
-  hints = typing.get_type_hints(cls)
-  out = {}
-  for name in field_names(cls):
-    value = getattr(instance, name)
-    kind = _placeholder_type(hints[name]) if value is None else None
-    out[name] = config_dict.placeholder(kind) if kind in (str, int, float, bool) else value
-  return ml_collections.ConfigDict(out)
+  return _config_of(cls, {name: getattr(instance, name) for name in field_names(cls)})
+
+
+def defaults_config(cls: type) -> ml_collections.ConfigDict:
+  """The ConfigDict of `cls`'s defaults, not validated: for a section whose
+  defaults leave a required choice to the recipe (e.g. the run's length)."""
+  return _config_of(cls, {f.name: f.default for f in dataclasses.fields(cls)})

@@ -8,7 +8,9 @@ import numpy as np
 import optax
 import pytest
 
-from vit_spectral.training import ema, mixing, steps
+from vit_spectral import settings
+from vit_spectral.training import mixing, steps
+from vit_spectral.training.run_settings import RunSettings
 from vit_spectral.models import build_model
 from vit_spectral.training.train_state import TrainState
 
@@ -112,9 +114,9 @@ def test_bad_settings_raise():
   with pytest.raises(ValueError, match="cutmix_alpha"):
     mixing.MixSettings(cutmix_alpha=-1)
   with pytest.raises(ValueError, match="unknown fields"):
-    mixing.settings_from_config({"alpha": 1.0})
-  with pytest.raises(ValueError, match="ema_decay"):
-    ema.check_decay(1.0)
+    settings.from_config(mixing.MixSettings, {"alpha": 1.0})
+  with pytest.raises(ValueError, match="config.ema_decay=1.0"):
+    RunSettings(total_steps=1, ema_decay=1.0)
 
 
 def test_ema_matches_closed_form_over_steps():

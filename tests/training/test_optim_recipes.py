@@ -1,16 +1,24 @@
 """The recipe side of the optimizer: schedule formula, batch scaling, decay masks
 by path, epoch-valued durations."""
 
+import dataclasses
 import math
+import os
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from absl import flags
+from ml_collections import config_flags
 
-from configs import common
-from vit_spectral.training import durations, optim
-from vit_spectral.models import build_model
+from configs import common, lipsformer_digits
+from vit_spectral import settings
+from vit_spectral.models import ViT, build_model
+from vit_spectral.training import durations, mixing, optim, robustness, sharding
+from vit_spectral.training.run_settings import RunSettings
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _schedule_by_formula(t, *, peak, warmup, cooldown, total, init, end):
@@ -91,40 +99,89 @@ def test_weight_decay_mask_by_path(encoder_mode):
   assert any("fc2" in p for p in custom_decayed)
 
 
-def _config(**fields):
-  config = common.base_config()
-  config.input = common.input_config("digits", image_size=8, batch_size=100)
-  config.optim = common.optim_config("adamw", **fields.pop("optim", {}))
-  for key, value in fields.items():
-    config[key] = value
-  return config
-
-
 def test_durations_resolve_epochs():
-  config = _config(num_epochs=2.5, eval_every=None, eval_every_epochs=0.5,
-                   checkpoint_every=None, checkpoint_every_epochs=1,
-                   optim=dict(warmup_epochs=0.25, cooldown_epochs=1))
-  resolved = durations.resolve(config, num_train_examples=1050)  # 10 steps/epoch
-  assert resolved.total_steps == 25
+  run = RunSettings(num_epochs=2.5, eval_every=None, eval_every_epochs=0.5,
+                    checkpoint_every=None, checkpoint_every_epochs=1)
+  optim_settings = optim.OptimSettings(warmup_steps=None, warmup_epochs=0.25,
+                                       cooldown_steps=None, cooldown_epochs=1)
+  # 1050 examples in batches of 100: 10 steps per epoch.
+  resolved, resolved_optim = durations.resolve(run, optim_settings, batch_size=100,
+                                               num_train_examples=1050)
+  assert resolved.total_steps == 25 and resolved.num_epochs is None
   assert resolved.eval_every == 5 and resolved.checkpoint_every == 10
-  assert resolved.optim.warmup_steps == 2  # round(0.25 * 10), half to even
-  assert resolved.optim.cooldown_steps == 10
-  assert resolved.optim.warmup_epochs is None and resolved.num_epochs is None
-  # The original is untouched and steps-valued configs come back unchanged.
-  assert config.eval_every is None
-  steps_config = _config(total_steps=40, optim=dict(warmup_steps=4))
-  same = durations.resolve(steps_config, 1050)
-  assert same.to_dict() == steps_config.to_dict()
+  assert resolved.eval_every_epochs is None and resolved.checkpoint_every_epochs is None
+  assert resolved_optim.warmup_steps == 2  # round(0.25 * 10), half to even
+  assert resolved_optim.cooldown_steps == 10
+  assert resolved_optim.warmup_epochs is None and resolved_optim.cooldown_epochs is None
+  # Settings in steps come back unchanged.
+  steps_run = RunSettings(total_steps=40)
+  steps_optim = optim.OptimSettings(warmup_steps=4)
+  assert durations.resolve(steps_run, steps_optim, batch_size=100,
+                           num_train_examples=1050) == (steps_run, steps_optim)
 
 
 def test_durations_reject_both_units():
-  config = _config(total_steps=40, eval_every=5, eval_every_epochs=1)
   with pytest.raises(ValueError, match="eval_every"):
-    durations.resolve(config, 1000)
-  config = _config(total_steps=40, eval_every=None)
+    RunSettings(total_steps=40, eval_every=5, eval_every_epochs=1)
   with pytest.raises(ValueError, match="eval_every"):
-    durations.resolve(config, 1000)
-  config = _config(num_epochs=1)
-  config.input.batch_size = 2000
+    RunSettings(total_steps=40, eval_every=None)
+  with pytest.raises(ValueError, match="warmup_epochs"):
+    optim.OptimSettings(warmup_steps=5, warmup_epochs=1)
   with pytest.raises(ValueError, match="batch_size"):
-    durations.resolve(config, 1000)
+    durations.resolve(RunSettings(num_epochs=1), optim.OptimSettings(), batch_size=2000,
+                      num_train_examples=1000)
+
+
+def test_config_sections_take_the_settings_defaults():
+  """configs/common.py writes each section from its dataclass: same fields,
+  same values (so no default is written twice)."""
+  checks = [
+      (common.optim_config(), optim.OptimSettings()),
+      (common.mixup_config(), mixing.MixSettings()),
+      (common.base_config().robustness, robustness.RobustnessSettings()),
+      (common.base_config().mesh, sharding.MeshSettings()),
+  ]
+  for config, defaults in checks:
+    assert settings.from_config(type(defaults), config) == defaults
+    assert set(config.keys()) == set(settings.field_names(type(defaults)))
+  base = common.base_config()
+  run_fields = settings.field_names(RunSettings)
+  for field in dataclasses.fields(RunSettings):
+    value = base[field.name]
+    assert (tuple(value) if isinstance(value, (list, tuple)) else value) == field.default, field.name
+  assert set(base.keys()) == set(run_fields) | {"mixup", "robustness", "mesh"}
+  # The model section at its defaults builds the ViT at its defaults.
+  shape = dict(hidden_size=16, depth=2, num_heads=2, mlp_dim=32, patch_size=2)
+  built = build_model(common.model_config(**shape), num_classes=3)
+  default = ViT(num_classes=3, **shape)
+  for field in dataclasses.fields(ViT):
+    if field.name not in ("parent", "name", "attention_kwargs"):
+      assert getattr(built, field.name) == getattr(default, field.name), field.name
+  assert not built.attention_kwargs and not default.attention_kwargs
+
+
+@pytest.mark.parametrize("path,text,value", [
+    ("optim.grad_clip_norm", "0.5", 0.5),
+    ("robustness.dataset", "cifar10_corrupted", "cifar10_corrupted"),
+    ("robustness.every", "100", 100),
+    ("optim.warmup_epochs", "2.5", 2.5),
+    ("num_epochs", "300", 300.0),
+    ("model.variant", "S/2", "S/2"),
+])
+def test_command_line_overrides_reach_none_default_fields(path, text, value):
+  """`--config.<path>=<text>` through ml_collections.config_flags, on fields
+  whose default is None."""
+  def field(config):
+    for name in path.split("."):
+      config = config[name]
+    return config
+
+  assert field(lipsformer_digits.get_config()) is None
+  values = flags.FlagValues()
+  argv = ["train.py", f"--config={ROOT}/configs/lipsformer_digits.py",
+          f"--config.{path}={text}"]
+  config_flag = config_flags.DEFINE_config_file("config", None, flag_values=values,
+                                                sys_argv=argv, lock_config=True)
+  values(argv)
+  overridden = field(config_flag.value)
+  assert overridden == value and type(overridden) is type(value)

@@ -92,7 +92,8 @@ def test_checkpoint_from_a_2x4_mesh_restores_onto_an_8_device_mesh(tmp_path):
 @pytest.mark.parametrize("mesh,match", [
     ({"data": 3, "model": 1}, "needs 3 devices"),
     ({"data": -1, "model": -1}, "at most one axis"),
-    ({"data": -1, "pipeline": 2}, "unknown axes"),
+    ({"data": -1, "pipeline": 2}, r"unknown fields \['pipeline'\]"),
+    ({"data": 0}, "mesh.data=0 must be positive or -1"),
     ({"data": -1, "model": 3}, "not divisible"),
 ])
 def test_bad_meshes_are_rejected(mesh, match):

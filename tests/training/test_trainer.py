@@ -32,7 +32,7 @@ def test_masked_eval_counts_each_test_example_exactly_once():
   rng = np.random.default_rng(0)
   params = jax.tree_util.tree_map(lambda a: a + rng.standard_normal(a.shape).astype(a.dtype), params)
   eval_step = jax.jit(functools.partial(steps.eval_step, model=model))
-  got = trainer.evaluate(eval_step, params, config, mesh)
+  got = trainer.evaluate(eval_step, params, config.input, mesh)
 
   # Independent: every test image through the model, no batching or padding.
   dataset, num_batches = create_eval_dataset(config.input)

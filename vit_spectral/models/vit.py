@@ -438,6 +438,12 @@ class ViT(nn.Module):
   @nn.compact
   def __call__(self, images, *, train: bool = False, mask=None):
     """images: (B, H, W, C) -> logits (B, num_classes) in float32."""
+    for field in ("hidden_size", "depth", "num_heads", "mlp_dim", "patch_size"):
+      if getattr(self, field) <= 0:
+        raise ValueError(f"model.{field}={getattr(self, field)} must be positive")
+    for field in ("dropout_rate", "attention_dropout_rate", "drop_path_rate"):
+      if not 0.0 <= getattr(self, field) < 1.0:
+        raise ValueError(f"model.{field}={getattr(self, field)} must be in [0, 1)")
     if self.pooling not in POOLINGS:
       raise ValueError(f"model.pooling={self.pooling!r}; choose one of {list(POOLINGS)}")
     if self.stem not in STEMS:

@@ -1,6 +1,7 @@
 """Training machinery: the trainer and what it is built from.
 
   trainer         the loop (`train_and_evaluate`), evaluation, corruption evals
+  run_settings    the trainer's top-level settings; every training section at once
   steps           pure train and eval steps
   train_state     the checkpointed state (step, params, optimizer state, EMA)
   optim           optax optimizer and learning-rate schedule from `config.optim`
@@ -10,12 +11,12 @@
   robustness      corruption-robustness evaluation
   sharding        mesh, parameter and batch shardings
   checkpointing   orbax CheckpointManager wrapper, `latest_params`
-  config_checks   rejects an invalid config before anything compiles
+  config_checks   builds every section, cross-section checks, eval_shape of init
 
 Submodules are imported on use (`from vit_spectral.training import trainer`).
 """
 
 __all__ = [
     "checkpointing", "config_checks", "durations", "ema", "mixing", "optim",
-    "robustness", "sharding", "steps", "train_state", "trainer",
+    "robustness", "run_settings", "sharding", "steps", "train_state", "trainer",
 ]

@@ -2,7 +2,7 @@
 
 Recipes speak in epochs (DeiT: 300 epochs, 5 warmup epochs; paper 004: 20
 warmup and 10 cooldown epochs); the trainer and the schedule count steps. Each
-duration may be given either way, never both:
+duration may be given either way, never both (the settings classes check it):
 
   config.total_steps | config.num_epochs
   config.eval_every | config.eval_every_epochs
@@ -18,78 +18,59 @@ values may be fractional; the result is rounded to the nearest step.
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
 
-import ml_collections
+from vit_spectral.training.optim import OptimSettings
+from vit_spectral.training.run_settings import RunSettings
 
-# (block, steps field, epochs field) for every duration that may be in epochs.
-# The total duration is handled by `total_steps` (it is the required one).
+# (section, steps field, epochs field) for every duration that may be in
+# epochs; the section is the settings class's SECTION ("config" = top level).
+# The run's length (total_steps | num_epochs) is handled by `total_steps`.
 CADENCES = (
-    ("", "eval_every", "eval_every_epochs"),
-    ("", "checkpoint_every", "checkpoint_every_epochs"),
+    ("config", "eval_every", "eval_every_epochs"),
+    ("config", "checkpoint_every", "checkpoint_every_epochs"),
     ("optim", "warmup_steps", "warmup_epochs"),
     ("optim", "cooldown_steps", "cooldown_epochs"),
 )
+# Cadences of at least one step: a positive fraction of an epoch is >= 1 step.
+_AT_LEAST_ONE = ("eval_every", "checkpoint_every")
 
 
-def steps_per_epoch(config, num_train_examples: int) -> int:
+def steps_per_epoch(batch_size: int, num_train_examples: int) -> int:
   """Optimizer steps in one pass over the (fraction of the) training split."""
-  steps = num_train_examples // config.input.batch_size
+  steps = num_train_examples // batch_size
   if steps < 1:
     raise ValueError(
-        f"config.input.batch_size={config.input.batch_size} is larger than the "
+        f"config.input.batch_size={batch_size} is larger than the "
         f"{num_train_examples} training examples: an epoch has no step")
   return steps
 
 
-def total_steps(config, num_train_examples: int) -> int:
-  """`config.total_steps`, or `config.num_epochs` converted to steps."""
-  if config.get("total_steps"):
-    return int(config.total_steps)
-  return int(round(config.num_epochs * steps_per_epoch(config, num_train_examples)))
+def total_steps(run: RunSettings, batch_size: int, num_train_examples: int) -> int:
+  """`run.total_steps`, or `run.num_epochs` converted to steps."""
+  if run.total_steps:
+    return run.total_steps
+  return int(round(run.num_epochs * steps_per_epoch(batch_size, num_train_examples)))
 
 
-def _block(config, name: str) -> Any:
-  return config if not name else config[name]
+def resolve(run: RunSettings, optim: OptimSettings, *, batch_size: int,
+            num_train_examples: int) -> tuple[RunSettings, OptimSettings]:
+  """Copies of `run` and `optim` with every `*_epochs` duration in steps.
 
-
-def _check_one_of(block, prefix: str, steps_field: str, epochs_field: str) -> None:
-  if block.get(steps_field) is not None and block.get(epochs_field) is not None:
-    raise ValueError(
-        f"set only one of config.{prefix}{steps_field}={block[steps_field]} "
-        f"and config.{prefix}{epochs_field}={block[epochs_field]}")
-
-
-def resolve(config, num_train_examples: int) -> ml_collections.ConfigDict:
-  """A copy of `config` with every `*_epochs` cadence replaced by its steps.
-
-  Also sets `total_steps` (from `num_epochs` if needed). Configs with no
-  epoch fields come back with the same values.
-
-  Raises:
-    ValueError: a duration given both ways, or neither way for eval/checkpoint.
+  `total_steps` is set (from `num_epochs` if needed) and every epochs field
+  is None; settings with no epoch fields come back with the same values.
   """
-  resolved = ml_collections.ConfigDict(config.to_dict())
-  per_epoch = None
-  resolved.total_steps = total_steps(config, num_train_examples)
-  resolved.num_epochs = None
-  for block_name, steps_field, epochs_field in CADENCES:
-    block = _block(resolved, block_name)
-    prefix = f"{block_name}." if block_name else ""
-    _check_one_of(block, prefix, steps_field, epochs_field)
-    epochs = block.get(epochs_field)
+  sections = {RunSettings.SECTION: run, OptimSettings.SECTION: optim}
+  changes = {name: {} for name in sections}
+  changes[RunSettings.SECTION] = dict(
+      total_steps=total_steps(run, batch_size, num_train_examples), num_epochs=None)
+  for section, steps_field, epochs_field in CADENCES:
+    epochs = getattr(sections[section], epochs_field)
     if epochs is None:
       continue
-    if epochs < 0:
-      raise ValueError(f"config.{prefix}{epochs_field}={epochs} must be >= 0")
-    if per_epoch is None:
-      per_epoch = steps_per_epoch(config, num_train_examples)
-    steps = int(round(epochs * per_epoch))
-    if steps_field in ("eval_every", "checkpoint_every"):
-      steps = max(steps, 1)  # a positive fraction of an epoch is >= 1 step
-    block[steps_field] = steps
-    block[epochs_field] = None
-  for field in ("eval_every", "checkpoint_every"):
-    if not resolved.get(field):
-      raise ValueError(f"set config.{field} (steps) or config.{field}_epochs")
-  return resolved
+    steps = int(round(epochs * steps_per_epoch(batch_size, num_train_examples)))
+    if steps_field in _AT_LEAST_ONE:
+      steps = max(steps, 1)
+    changes[section].update({steps_field: steps, epochs_field: None})
+  return (dataclasses.replace(run, **changes[RunSettings.SECTION]),
+          dataclasses.replace(optim, **changes[OptimSettings.SECTION]))

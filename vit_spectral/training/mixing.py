@@ -27,13 +27,12 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 
-# Fields of `config.mixup` (all default to "off" in configs/common.py).
-CONFIG_FIELDS = ("mixup_alpha", "cutmix_alpha", "prob", "switch_prob")
+from vit_spectral import settings as settings_lib
 
 
 @dataclasses.dataclass(frozen=True)
 class MixSettings:
-  """What `mix_batch` does.
+  """What `mix_batch` does: `config.mixup` (the defaults are "off").
 
   Attributes:
     mixup_alpha: Beta parameter of Mixup; 0 disables Mixup (DeiT: 0.8).
@@ -42,6 +41,8 @@ class MixSettings:
     switch_prob: probability of CutMix when both are enabled (DeiT: 0.5).
   """
 
+  SECTION = "mixup"
+
   mixup_alpha: float = 0.0
   cutmix_alpha: float = 0.0
   prob: float = 1.0
@@ -49,26 +50,13 @@ class MixSettings:
 
   def __post_init__(self):
     for name in ("mixup_alpha", "cutmix_alpha"):
-      if getattr(self, name) < 0:
-        raise ValueError(f"mixup.{name}={getattr(self, name)} must be >= 0")
+      settings_lib.check_range(getattr(self, name), f"mixup.{name}", 0)
     for name in ("prob", "switch_prob"):
-      if not 0.0 <= getattr(self, name) <= 1.0:
-        raise ValueError(f"mixup.{name}={getattr(self, name)} must be in [0, 1]")
+      settings_lib.check_range(getattr(self, name), f"mixup.{name}", 0, 1)
 
   @property
   def enabled(self) -> bool:
     return self.prob > 0 and (self.mixup_alpha > 0 or self.cutmix_alpha > 0)
-
-
-def settings_from_config(mixup_config: Any) -> MixSettings:
-  """`config.mixup` (a dict-like, possibly None) -> MixSettings."""
-  if mixup_config is None:
-    return MixSettings()
-  unknown = sorted(set(mixup_config.keys()) - set(CONFIG_FIELDS))
-  if unknown:
-    raise ValueError(f"config.mixup has unknown fields {unknown}; the fields "
-                     f"are {list(CONFIG_FIELDS)}")
-  return MixSettings(**{k: float(v) for k, v in mixup_config.items()})
 
 
 def cutmix_box_mask(rng: jax.Array, height: int, width: int, lam: jax.Array
@@ -141,11 +129,14 @@ def mix_batch(rng: jax.Array, images: jax.Array, labels: jax.Array,
   return out, out_labels
 
 
-def make_mix_fn(mixup_config: Any, num_classes: int
+def make_mix_fn(mixup: MixSettings | Any, num_classes: int
                 ) -> Callable[[jax.Array, jax.Array, jax.Array],
                               tuple[jax.Array, jax.Array]] | None:
-  """`(rng, images, labels) -> (images, soft labels)`, or None when mixing is off."""
-  settings = settings_from_config(mixup_config)
+  """`(rng, images, labels) -> (images, soft labels)`, or None when mixing is off.
+
+  `mixup` is a MixSettings or `config.mixup` (converted here).
+  """
+  settings = settings_lib.as_settings(MixSettings, mixup)
   if not settings.enabled:
     return None
   return lambda rng, images, labels: mix_batch(rng, images, labels, num_classes,

@@ -1,37 +1,20 @@
 """The optimizer and learning-rate schedule, from `config.optim`.
 
-Fields of `config.optim`:
-  name: "adamw" | "sgd" (SGD with momentum).
-  learning_rate: peak learning rate (after warmup) at `base_batch_size`.
-  base_batch_size: None = use `learning_rate` as it is; an int B0 = the DeiT
-    rule, peak = learning_rate * batch_size / B0 (DeiT: 5e-4 * batch / 512).
-  warmup_steps: linear warmup from `warmup_init_learning_rate` to the peak
-    (0 = no warmup, as LipsFormer trains). `warmup_epochs` instead gives it in
-    epochs (converted by `vit_spectral.training.durations.resolve`).
-  warmup_init_learning_rate: where the warmup starts (timm's warmup_lr; 0).
-  end_learning_rate: floor reached by the cosine decay (timm's min_lr).
-  cooldown_steps: steps held at the floor after the cosine ends (timm's
-    cooldown epochs; `cooldown_epochs` in epochs). Default 0.
-  weight_decay: decoupled weight decay (AdamW) or L2-style decay added to the
-    gradient (SGD); never applied to parameters with ndim <= 1 (norm scales,
-    per-channel scales), to biases (any shape), nor to the ones
-    `no_decay_patterns` matches.
-  no_decay_patterns: regexes on the parameter path ("encoder/encoderblock/...")
-    exempted from weight decay in addition to the 1-D ones. DEIT_NO_DECAY
-    adds DeiT's exemptions (position embedding and class token); papers add
-    theirs (e.g. 002's attention centres and widths).
-  b1, b2, eps: Adam moments; momentum, nesterov: SGD.
-  grad_clip_norm: clip the global gradient norm (None = no clipping).
+`OptimSettings` is the section's one definition: its fields, defaults and
+checks. `make_optimizer`, `learning_rate_schedule` and `peak_learning_rate`
+read it (a ConfigDict is converted once on entry).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any, Callable, Sequence
 
 import jax
 import optax
 
+from vit_spectral import settings as settings_lib
 from vit_spectral.models.segments import is_scanned_path
 
 OPTIMIZERS = ("adamw", "sgd")
@@ -39,6 +22,91 @@ OPTIMIZERS = ("adamw", "sgd")
 # DeiT's `no_weight_decay()`: {pos_embed, cls_token}. Ours are (1, T, D) and
 # (1, 1, D), so the 1-D rule alone does not exempt them.
 DEIT_NO_DECAY = (r"^pos_embedding$", r"^cls$")
+
+
+@dataclasses.dataclass(frozen=True)
+class OptimSettings:
+  """`config.optim`.
+
+  Attributes:
+    name: "adamw" | "sgd" (SGD with momentum).
+    learning_rate: peak learning rate (after warmup) at `base_batch_size`.
+    base_batch_size: None = use `learning_rate` as it is; an int B0 = the DeiT
+      rule, peak = learning_rate * batch_size / B0 (DeiT: 5e-4 * batch / 512).
+    warmup_steps: linear warmup from `warmup_init_learning_rate` to the peak
+      (0 = no warmup, as LipsFormer trains).
+    warmup_epochs: the warmup in epochs instead (then warmup_steps=None;
+      `vit_spectral.training.durations.resolve` converts it).
+    warmup_init_learning_rate: where the warmup starts (timm's warmup_lr).
+    end_learning_rate: floor reached by the cosine decay (timm's min_lr).
+    cooldown_steps: steps held at the floor after the cosine ends (timm's
+      cooldown epochs).
+    cooldown_epochs: the cooldown in epochs instead (then cooldown_steps=None).
+    weight_decay: decoupled weight decay (AdamW) or L2-style decay added to
+      the gradient (SGD); never applied to parameters with ndim <= 1 (norm
+      scales, per-channel scales), to biases (any shape), nor to the ones
+      `no_decay_patterns` matches.
+    no_decay_patterns: regexes on the parameter path ("encoder/encoderblock/
+      ...") exempted from weight decay in addition to the 1-D ones.
+      DEIT_NO_DECAY adds DeiT's exemptions (position embedding and class
+      token); papers add theirs (e.g. 002's attention centres and widths).
+    b1, b2, eps: Adam moments.
+    momentum, nesterov: SGD.
+    grad_clip_norm: clip the global gradient norm (None = no clipping).
+  """
+
+  SECTION = "optim"
+
+  name: str = "adamw"
+  learning_rate: float = 1e-3
+  base_batch_size: int | None = None
+  warmup_steps: int | None = 0
+  warmup_epochs: float | None = None
+  warmup_init_learning_rate: float = 0.0
+  end_learning_rate: float = 0.0
+  cooldown_steps: int | None = 0
+  cooldown_epochs: float | None = None
+  weight_decay: float = 0.05
+  no_decay_patterns: tuple[str, ...] = ()
+  b1: float = 0.9
+  b2: float = 0.999
+  eps: float = 1e-8
+  momentum: float = 0.9
+  nesterov: bool = False
+  grad_clip_norm: float | None = None
+
+  def __post_init__(self):
+    settings_lib.check_choice(self.name, OPTIMIZERS, "optim.name")
+    settings_lib.require(self.learning_rate > 0,
+                         f"optim.learning_rate={self.learning_rate} must be positive")
+    settings_lib.require(
+        self.base_batch_size is None or self.base_batch_size > 0,
+        f"optim.base_batch_size={self.base_batch_size} must be positive (or None "
+        "for no batch-size scaling)")
+    for unit in ("warmup", "cooldown"):
+      steps, epochs = getattr(self, f"{unit}_steps"), getattr(self, f"{unit}_epochs")
+      settings_lib.require(
+          (steps is None) != (epochs is None),
+          f"set exactly one of optim.{unit}_steps={steps} and "
+          f"optim.{unit}_epochs={epochs}")
+      for field, value in ((f"{unit}_steps", steps), (f"{unit}_epochs", epochs)):
+        if value is not None:
+          settings_lib.check_range(value, f"optim.{field}", 0)
+    for field in ("warmup_init_learning_rate", "end_learning_rate", "weight_decay"):
+      settings_lib.check_range(getattr(self, field), f"optim.{field}", 0)
+    for field in ("b1", "b2", "momentum"):
+      settings_lib.check_range(getattr(self, field), f"optim.{field}", 0, 1,
+                               high_open=True)
+    settings_lib.check_range(self.eps, "optim.eps", 0, low_open=True)
+    if self.grad_clip_norm is not None:
+      settings_lib.check_range(self.grad_clip_norm, "optim.grad_clip_norm", 0,
+                               low_open=True)
+    for pattern in self.no_decay_patterns:
+      try:
+        re.compile(pattern)
+      except re.error as e:
+        raise ValueError(f"optim.no_decay_patterns: {pattern!r} is not a regex "
+                         f"({e})") from None
 
 
 def param_path(path) -> str:
@@ -74,26 +142,23 @@ def weight_decay_mask(params, no_decay_patterns: Sequence[str] = ()) -> Any:
   return jax.tree_util.tree_map_with_path(decide, params)
 
 
-def peak_learning_rate(optim_config, batch_size: int | None = None) -> float:
+def peak_learning_rate(optim: OptimSettings | Any,
+                       batch_size: int | None = None) -> float:
   """`learning_rate`, scaled by batch_size / base_batch_size when that is set.
 
   Raises:
-    ValueError: base_batch_size is set but not positive, or no batch_size.
+    ValueError: base_batch_size is set but no batch_size is given.
   """
-  peak = float(optim_config.learning_rate)
-  base = optim_config.get("base_batch_size")
-  if base is None:
-    return peak
-  if int(base) <= 0:
-    raise ValueError(f"optim.base_batch_size={base} must be positive (or None "
-                     "for no batch-size scaling)")
+  optim = settings_lib.as_settings(OptimSettings, optim)
+  if optim.base_batch_size is None:
+    return float(optim.learning_rate)
   if batch_size is None:
     raise ValueError("optim.base_batch_size is set, so make_optimizer needs the "
                      "global batch_size to scale the learning rate")
-  return peak * batch_size / int(base)
+  return float(optim.learning_rate) * batch_size / optim.base_batch_size
 
 
-def learning_rate_schedule(optim_config, total_steps: int,
+def learning_rate_schedule(optim: OptimSettings | Any, total_steps: int,
                            batch_size: int | None = None) -> optax.Schedule:
   """Warmup, cosine to a floor, then (optionally) a constant cooldown.
 
@@ -103,61 +168,53 @@ def learning_rate_schedule(optim_config, total_steps: int,
     W <= t < T - C:    E + (P - E) (1 + cos(pi (t - W) / (T - C - W))) / 2
     t >= T - C:        E
   (W = 0: no warmup, the first step trains at P.)
+
+  Raises:
+    ValueError: warmup or cooldown still in epochs, or W + C >= T.
   """
-  peak = peak_learning_rate(optim_config, batch_size)
-  warmup = int(optim_config.get("warmup_steps") or 0)
-  cooldown = int(optim_config.get("cooldown_steps", 0) or 0)
-  init = float(optim_config.get("warmup_init_learning_rate", 0.0) or 0.0)
-  end = float(optim_config.get("end_learning_rate", 0.0))
-  if cooldown < 0:
-    raise ValueError(f"optim.cooldown_steps={cooldown} must be >= 0")
+  optim = settings_lib.as_settings(OptimSettings, optim)
+  for unit in ("warmup", "cooldown"):
+    epochs = getattr(optim, f"{unit}_epochs")
+    if epochs is not None:
+      raise ValueError(
+          f"optim.{unit}_epochs={epochs} is in epochs: convert the settings "
+          "with vit_spectral.training.durations.resolve first")
+  peak = peak_learning_rate(optim, batch_size)
+  warmup, cooldown = optim.warmup_steps, optim.cooldown_steps
   if warmup + cooldown >= total_steps:
     raise ValueError(f"optim.warmup_steps={warmup} plus optim.cooldown_steps="
                      f"{cooldown} must be smaller than the total number of "
                      f"steps ({total_steps})")
   decay_steps = total_steps - cooldown
   schedule = optax.warmup_cosine_decay_schedule(
-      init_value=init, peak_value=peak, warmup_steps=warmup,
-      decay_steps=decay_steps, end_value=end)
+      init_value=optim.warmup_init_learning_rate, peak_value=peak,
+      warmup_steps=warmup, decay_steps=decay_steps, end_value=optim.end_learning_rate)
   if cooldown:
     schedule = optax.join_schedules(
-        [schedule, optax.constant_schedule(end)], [decay_steps])
+        [schedule, optax.constant_schedule(optim.end_learning_rate)], [decay_steps])
   return schedule
 
 
-def make_optimizer(optim_config, total_steps: int, *,
+def make_optimizer(optim: OptimSettings | Any, total_steps: int, *,
                    batch_size: int | None = None
                    ) -> tuple[optax.GradientTransformation, Callable[[int], Any]]:
   """Returns (optax transformation, learning-rate schedule).
 
   Args:
-    optim_config: `config.optim` (fields in the module docstring).
+    optim: `OptimSettings` (or `config.optim`, converted here).
     total_steps: optimizer steps of the whole run.
     batch_size: the global batch size; needed when base_batch_size is set.
   """
-  name = optim_config.name
-  for unit in ("warmup", "cooldown"):
-    if optim_config.get(f"{unit}_epochs") is not None:
-      raise ValueError(
-          f"optim.{unit}_epochs={optim_config[f'{unit}_epochs']} is in epochs: "
-          "convert the config with vit_spectral.training.durations.resolve first")
-  schedule = learning_rate_schedule(optim_config, total_steps, batch_size)
-  patterns = tuple(optim_config.get("no_decay_patterns", ()))
-  mask = lambda params: weight_decay_mask(params, patterns)
-  weight_decay = float(optim_config.get("weight_decay", 0.0))
-  if name == "adamw":
-    tx = optax.adamw(schedule, b1=optim_config.get("b1", 0.9),
-                     b2=optim_config.get("b2", 0.999),
-                     eps=optim_config.get("eps", 1e-8),
-                     weight_decay=weight_decay, mask=mask)
-  elif name == "sgd":
+  optim = settings_lib.as_settings(OptimSettings, optim)
+  schedule = learning_rate_schedule(optim, total_steps, batch_size)
+  mask = lambda params: weight_decay_mask(params, optim.no_decay_patterns)
+  if optim.name == "adamw":
+    tx = optax.adamw(schedule, b1=optim.b1, b2=optim.b2, eps=optim.eps,
+                     weight_decay=optim.weight_decay, mask=mask)
+  else:  # "sgd" (the name is checked by OptimSettings)
     tx = optax.chain(
-        optax.add_decayed_weights(weight_decay, mask=mask),
-        optax.sgd(schedule, momentum=optim_config.get("momentum", 0.9),
-                  nesterov=optim_config.get("nesterov", False)))
-  else:
-    raise ValueError(f"optim.name={name!r}; choose one of {list(OPTIMIZERS)}")
-  clip = optim_config.get("grad_clip_norm")
-  if clip:
-    tx = optax.chain(optax.clip_by_global_norm(float(clip)), tx)
+        optax.add_decayed_weights(optim.weight_decay, mask=mask),
+        optax.sgd(schedule, momentum=optim.momentum, nesterov=optim.nesterov))
+  if optim.grad_clip_norm is not None:
+    tx = optax.chain(optax.clip_by_global_norm(optim.grad_clip_norm), tx)
   return tx, schedule

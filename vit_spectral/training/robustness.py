@@ -1,20 +1,8 @@
 """Corruption robustness: accuracy on every corruption × severity, and the
 per-severity means of paper 003 Table 4 (Hendrycks & Dietterich, 2019).
 
-`config.robustness` (None or an empty `dataset` = off):
-  dataset: a TFDS name whose builder configs are named "<corruption>_<severity>"
-    — `cifar10_corrupted` ships with TFDS; CIFAR-100-C does not: prepare it in
-    TFDS format under any name with the same config naming (README, "Corruption
-    robustness") and set that name here.
-  corruptions: the corruption names; default HENDRYCKS_15 (TFDS spells glass
-    blur `frosted_glass_blur` and elastic transform `elastic`).
-  severities: default (1, 2, 3, 4, 5).
-  split: the split to evaluate (CIFAR-10-C has only "test").
-  every: evaluate every this many steps, besides the final step (None = only
-    at the end: 75 passes over 10k images are not for every eval).
-  use_ema: evaluate the EMA parameters instead of the raw ones.
-
-Every corrupted data set is read with the run's own `config.input` (image size,
+`config.robustness` is `RobustnessSettings` (an empty `dataset` = off). Every
+corrupted data set is read with the run's own `config.input` (image size,
 eval resize, normalisation), only `dataset` and `eval_split` replaced. Metric
 names: `corrupt_<corruption>_<severity>_accuracy` for each pair,
 `corrupt_severity<s>_accuracy` for the mean over corruptions at severity s, and
@@ -24,9 +12,11 @@ names: `corrupt_<corruption>_<severity>_accuracy` for each pair,
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 import ml_collections
+
+from vit_spectral import settings as settings_lib
 
 # The 15 corruptions of Hendrycks & Dietterich (2019), in TFDS spelling.
 HENDRYCKS_15 = (
@@ -36,7 +26,48 @@ HENDRYCKS_15 = (
 # The 4 extra ("validation") corruptions cifar10_corrupted also has.
 EXTRA_4 = ("gaussian_blur", "saturate", "spatter", "speckle_noise")
 SEVERITIES = (1, 2, 3, 4, 5)
-CONFIG_FIELDS = ("dataset", "corruptions", "severities", "split", "every", "use_ema")
+
+
+@dataclasses.dataclass(frozen=True)
+class RobustnessSettings:
+  """`config.robustness`.
+
+  Attributes:
+    dataset: a TFDS name whose builder configs are named
+      "<corruption>_<severity>" (None or "" = no corruption evaluation) —
+      `cifar10_corrupted` ships with TFDS; CIFAR-100-C does not: prepare it in
+      TFDS format under any name with the same config naming (README,
+      "Corruption robustness") and set that name here.
+    corruptions: the corruption names (TFDS spells glass blur
+      `frosted_glass_blur` and elastic transform `elastic`).
+    severities: the severities, positive integers.
+    split: the split to evaluate (CIFAR-10-C has only "test").
+    every: evaluate every this many steps, besides the final step (None = only
+      at the end: 75 passes over 10k images are not for every eval).
+    use_ema: evaluate the EMA parameters instead of the raw ones.
+  """
+
+  SECTION = "robustness"
+
+  dataset: str | None = None
+  corruptions: tuple[str, ...] = HENDRYCKS_15
+  severities: tuple[int, ...] = SEVERITIES
+  split: str = "test"
+  every: int | None = None
+  use_ema: bool = False
+
+  def __post_init__(self):
+    settings_lib.require(bool(self.corruptions), "robustness.corruptions is empty")
+    settings_lib.require(
+        bool(self.severities) and all(int(s) >= 1 for s in self.severities),
+        f"robustness.severities={tuple(self.severities)} must be a non-empty "
+        "list of positive integers")
+    if self.every is not None:
+      settings_lib.check_range(self.every, "robustness.every", 0, low_open=True)
+
+  @property
+  def enabled(self) -> bool:
+    return bool(self.dataset)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,49 +79,36 @@ class CorruptedSet:
   input_config: Any
 
 
-def robustness_config(dataset: str | None = None, *,
-                      corruptions: Sequence[str] = HENDRYCKS_15,
-                      severities: Sequence[int] = SEVERITIES, split: str = "test",
-                      every: int | None = None, use_ema: bool = False
+def robustness_config(dataset: str | None = None, **fields: Any
                       ) -> ml_collections.ConfigDict:
-  """The `config.robustness` block (dataset None = off)."""
-  return ml_collections.ConfigDict(dict(
-      dataset=dataset, corruptions=tuple(corruptions),
-      severities=tuple(severities), split=split, every=every, use_ema=use_ema))
+  """The `config.robustness` block (dataset None = off); `fields` are other
+  RobustnessSettings fields."""
+  return settings_lib.to_config(RobustnessSettings, dataset=dataset, **fields)
 
 
-def enabled(robustness: Any) -> bool:
-  return bool(robustness and robustness.get("dataset"))
+def enabled(robustness: RobustnessSettings | Any) -> bool:
+  """Whether `robustness` (settings or `config.robustness`) names a data set."""
+  return settings_lib.as_settings(RobustnessSettings, robustness).enabled
 
 
-def validate(robustness: Any) -> None:
-  """Raises ValueError naming the bad field of `config.robustness`."""
-  if not enabled(robustness):
-    return
-  unknown = sorted(set(robustness.keys()) - set(CONFIG_FIELDS))
-  if unknown:
-    raise ValueError(f"config.robustness has unknown fields {unknown}; the "
-                     f"fields are {list(CONFIG_FIELDS)}")
-  if not robustness.get("corruptions"):
-    raise ValueError("config.robustness.corruptions is empty")
-  severities = robustness.get("severities") or ()
-  if not severities or any(int(s) < 1 for s in severities):
-    raise ValueError(f"config.robustness.severities={tuple(severities)} must be "
-                     "a non-empty list of positive integers")
-  every = robustness.get("every")
-  if every is not None and every <= 0:
-    raise ValueError(f"config.robustness.every={every} must be positive or None")
+def validate(robustness: Any) -> RobustnessSettings:
+  """`config.robustness` as RobustnessSettings; raises ValueError naming the
+  bad field."""
+  return settings_lib.as_settings(RobustnessSettings, robustness)
 
 
-def corrupted_sets(robustness: Any, input_config: Any) -> list[CorruptedSet]:
+def corrupted_sets(robustness: RobustnessSettings | Any,
+                   input_config: Any) -> list[CorruptedSet]:
   """Every (corruption, severity) pair with its `config.input` copy."""
-  validate(robustness)
+  robustness = settings_lib.as_settings(RobustnessSettings, robustness)
   sets = []
   for corruption in robustness.corruptions:
     for severity in robustness.severities:
+      # INPUT-SETTINGS: with InputSettings this is dataclasses.replace(
+      # input_settings, dataset=..., eval_split=...).
       cfg = ml_collections.ConfigDict(input_config.to_dict())
       cfg.dataset = f"{robustness.dataset}/{corruption}_{int(severity)}"
-      cfg.eval_split = robustness.get("split", "test")
+      cfg.eval_split = robustness.split
       sets.append(CorruptedSet(corruption, int(severity), cfg))
   return sets
 

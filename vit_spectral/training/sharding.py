@@ -1,8 +1,8 @@
 """The device mesh and how the train state and batches are laid out on it.
 
-`config.mesh` names the axis sizes: `data` (batch parallel) and `model` (tensor
-parallel over heads and the MLP's hidden units); one of them may be -1 (all the
-remaining devices). Parameters are placed by `config.sharding_rules`: a list of
+`config.mesh` (`MeshSettings`) names the axis sizes: `data` (batch parallel) and
+`model` (tensor parallel over heads and the MLP's hidden units); one of them may
+be -1 (all the remaining devices). Parameters are placed by `config.sharding_rules`: a list of
 (regex on the parameter path, partition spec of the *trailing* dimensions);
 leading dimensions (the scanned encoder's depth axis) are not sharded, and leaves
 no rule matches are replicated. Optimizer moments match the same rules because
@@ -11,6 +11,7 @@ their paths end with the parameter path.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any, Sequence
 
@@ -19,6 +20,7 @@ import numpy as np
 from jax.experimental import mesh_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+from vit_spectral import settings as settings_lib
 from vit_spectral.training.optim import param_path
 
 MESH_AXES = ("data", "model")
@@ -34,29 +36,55 @@ TENSOR_PARALLEL_RULES = (
 )
 
 
-def make_mesh(mesh_config, devices: Sequence[jax.Device] | None = None) -> Mesh:
-  """A ("data", "model") mesh over `devices` (default: all devices, all hosts)."""
+@dataclasses.dataclass(frozen=True)
+class MeshSettings:
+  """`config.mesh`: the size of each mesh axis; -1 = all remaining devices.
+
+  Attributes:
+    data: batch-parallel axis size (default: every device).
+    model: tensor-parallel axis size (heads and MLP hidden units).
+  """
+
+  SECTION = "mesh"
+
+  data: int = -1
+  model: int = 1
+
+  def __post_init__(self):
+    sizes = self.sizes()
+    for axis, size in sizes.items():
+      settings_lib.require(size >= 1 or size == -1,
+                           f"mesh.{axis}={size} must be positive or -1")
+    settings_lib.require(list(sizes.values()).count(-1) <= 1,
+                         f"config.mesh={sizes}: at most one axis may be -1")
+
+  def sizes(self) -> dict[str, int]:
+    return {axis: getattr(self, axis) for axis in MESH_AXES}
+
+  def shape(self, num_devices: int) -> tuple[int, ...]:
+    """The axis sizes over `num_devices` devices (the -1 filled in)."""
+    sizes = self.sizes()
+    fixed = int(np.prod([s for s in sizes.values() if s != -1]))
+    free = [a for a, s in sizes.items() if s == -1]
+    if free:
+      settings_lib.require(num_devices % fixed == 0,
+                           f"config.mesh={sizes}: {num_devices} devices are not "
+                           f"divisible by {fixed}")
+      sizes[free[0]] = num_devices // fixed
+    shape = tuple(sizes[a] for a in MESH_AXES)
+    settings_lib.require(int(np.prod(shape)) == num_devices,
+                         f"config.mesh={sizes} needs {int(np.prod(shape))} "
+                         f"devices, there are {num_devices}")
+    return shape
+
+
+def make_mesh(mesh: MeshSettings | Any, devices: Sequence[jax.Device] | None = None) -> Mesh:
+  """A ("data", "model") mesh over `devices` (default: all devices, all hosts).
+
+  `mesh` is MeshSettings or `config.mesh` (converted here).
+  """
   devices = list(jax.devices() if devices is None else devices)
-  sizes = {axis: int(mesh_config.get(axis, 1)) for axis in MESH_AXES}
-  unknown = set(mesh_config.keys()) - set(MESH_AXES)
-  if unknown:
-    raise ValueError(f"config.mesh has unknown axes {sorted(unknown)}; "
-                     f"the axes are {list(MESH_AXES)}")
-  free = [a for a, s in sizes.items() if s == -1]
-  if len(free) > 1:
-    raise ValueError("config.mesh: at most one axis may be -1")
-  fixed = int(np.prod([s for s in sizes.values() if s != -1]))
-  if any(s == 0 or s < -1 for s in sizes.values()):
-    raise ValueError(f"config.mesh={sizes}: sizes must be positive or -1")
-  if free:
-    if len(devices) % fixed:
-      raise ValueError(f"config.mesh={sizes}: {len(devices)} devices are not "
-                       f"divisible by {fixed}")
-    sizes[free[0]] = len(devices) // fixed
-  shape = tuple(sizes[a] for a in MESH_AXES)
-  if int(np.prod(shape)) != len(devices):
-    raise ValueError(f"config.mesh={sizes} needs {int(np.prod(shape))} devices, "
-                     f"there are {len(devices)}")
+  shape = settings_lib.as_settings(MeshSettings, mesh).shape(len(devices))
   try:
     grid = mesh_utils.create_device_mesh(shape, devices=devices)
   except (ValueError, AssertionError, NotImplementedError):

@@ -8,10 +8,12 @@ parameters of an uninterrupted run: the input stream restarts at the restored st
 the step, as is the Mixup/CutMix RNG; the EMA parameters live in the
 checkpointed TrainState.
 
-Recipe options (all off by default): `config.mixup` (`mixing`), `config.ema_decay`
-(`ema`; evaluated beside the params as `eval_ema_*`), `config.robustness`
-(`robustness`; corruption accuracies at the end), epoch-valued cadences
-(`durations`).
+Each config section is converted once, at the top, into its typed settings
+(`run_settings.training_settings`, `models.build`), which everything below
+reads. Recipe options (all off by default): `config.mixup` (`mixing`),
+`config.ema_decay` (`ema`; evaluated beside the params as `eval_ema_*`),
+`config.robustness` (`robustness`; corruption accuracies at the end),
+epoch-valued cadences (`durations`).
 """
 
 from __future__ import annotations
@@ -30,9 +32,10 @@ from clu import metric_writers, periodic_actions
 from etils import epath
 
 from vit_spectral.training import checkpointing, config_checks, optim, sharding, steps
-from vit_spectral.training import durations, ema, mixing, robustness
+from vit_spectral.training import durations, mixing, robustness
 from vit_spectral.data import input_pipeline
 from vit_spectral.models import build_model
+from vit_spectral.training.run_settings import run_settings
 from vit_spectral.training.train_state import TrainState
 
 
@@ -47,7 +50,8 @@ class NonFiniteLossError(FloatingPointError):
 
 def total_train_steps(config, num_train_examples: int) -> int:
   """`config.total_steps`, or `config.num_epochs` converted to steps."""
-  return durations.total_steps(config, num_train_examples)
+  return durations.total_steps(run_settings(config), config.input.batch_size,
+                               num_train_examples)
 
 
 def _check_finite(step: int, loss: Any, last_checkpoint: int | None) -> None:
@@ -65,14 +69,11 @@ def _write_config(config, workdir: str) -> None:
         config.to_json_best_effort(indent=2, sort_keys=True))
 
 
-def evaluate(eval_step, params, config, mesh, *, prefix: str = "eval_",
-             input_config=None) -> dict[str, float]:
-  """One full pass over the eval split; padded examples are masked out.
-
-  `input_config` replaces `config.input` (the corruption sets use it).
-  """
-  dataset, num_batches = input_pipeline.create_eval_dataset(
-      config.input if input_config is None else input_config)
+def evaluate(eval_step, params, input_config, mesh, *,
+             prefix: str = "eval_") -> dict[str, float]:
+  """One full pass over the eval split of `input_config`; padded examples are
+  masked out."""
+  dataset, num_batches = input_pipeline.create_eval_dataset(input_config)
   total = None
   for batch in dataset.take(num_batches).as_numpy_iterator():
     batch_metrics = eval_step(params, sharding.global_batch(batch, mesh))
@@ -80,28 +81,34 @@ def evaluate(eval_step, params, config, mesh, *, prefix: str = "eval_",
   return {f"{prefix}{k}": float(v) for k, v in total.compute().items()}
 
 
-def evaluate_all(eval_step, state, config, mesh) -> dict[str, float]:
+def evaluate_all(eval_step, state, input_config, mesh) -> dict[str, float]:
   """Clean eval of the params, and of the EMA params beside them (`eval_ema_*`)."""
-  metrics = evaluate(eval_step, state.params, config, mesh)
+  metrics = evaluate(eval_step, state.params, input_config, mesh)
   if state.ema_params is not None:
-    metrics.update(evaluate(eval_step, state.ema_params, config, mesh,
+    metrics.update(evaluate(eval_step, state.ema_params, input_config, mesh,
                             prefix="eval_ema_"))
   return metrics
 
 
-def evaluate_corruptions(eval_step, state, config, mesh) -> dict[str, float]:
-  """Accuracy on every corruption × severity of `config.robustness`, summarised
-  per severity (`vit_spectral.training.robustness`)."""
-  cfg = config.robustness
-  params = state.ema_params if cfg.get("use_ema") else state.params
-  if params is None:
-    raise ValueError("config.robustness.use_ema=True needs config.ema_decay > 0")
+def evaluate_corruptions(eval_step, state, settings: robustness.RobustnessSettings,
+                         input_config, mesh) -> dict[str, float]:
+  """Accuracy on every corruption × severity of `settings`, summarised per
+  severity (`vit_spectral.training.robustness`)."""
+  params = state.ema_params if settings.use_ema else state.params
   accuracies = {}
-  for corrupted in robustness.corrupted_sets(cfg, config.input):
-    metrics = evaluate(eval_step, params, config, mesh, prefix="",
-                       input_config=corrupted.input_config)
+  for corrupted in robustness.corrupted_sets(settings, input_config):
+    metrics = evaluate(eval_step, params, corrupted.input_config, mesh, prefix="")
     accuracies[(corrupted.corruption, corrupted.severity)] = metrics["accuracy"]
   return robustness.summarize(accuracies)
+
+
+def corruption_due(settings: robustness.RobustnessSettings, step: int,
+                   total_steps: int) -> bool:
+  """Whether the corruption sets are evaluated after `step`: every
+  `settings.every` steps (None = only at the end) and at the last step."""
+  if not settings.enabled:
+    return False
+  return step == total_steps or (settings.every is not None and step % settings.every == 0)
 
 
 def train_and_evaluate(config, workdir: str) -> dict[str, float]:
@@ -111,39 +118,40 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
     The final evaluation metrics ({"eval_loss", "eval_accuracy"}, plus
     "eval_ema_*" with EMA and the "corrupt_*" metrics with config.robustness).
   """
-  config_checks.validate_config(config)
+  sections = config_checks.validate_config(config)  # every section, typed
+  input_config = config.input  # INPUT-SETTINGS: from_config(InputSettings, config.input)
   epath.Path(workdir).mkdir(parents=True, exist_ok=True)
   writer = metric_writers.create_default_writer(
       workdir, just_logging=jax.process_index() > 0)
   _write_config(config, workdir)
 
   # Mesh and input.
-  mesh = sharding.make_mesh(config.mesh)
-  meta = input_pipeline.dataset_meta(config.input)
+  mesh = sharding.make_mesh(sections.mesh)
+  meta = input_pipeline.dataset_meta(input_config)
   # Epoch-valued cadences (eval/checkpoint/warmup/cooldown) -> steps.
-  config = durations.resolve(config, meta.num_train_examples)
-  total_steps = int(config.total_steps)
+  run, optim_settings = durations.resolve(
+      sections.run, sections.optim, batch_size=input_config.batch_size,
+      num_train_examples=meta.num_train_examples)
+  total_steps = run.total_steps
   logging.info("mesh %s; data set %s; %d train steps", dict(mesh.shape), meta, total_steps)
 
   # Model, optimizer, abstract state and its shardings.
   model = build_model(config.model, meta.num_classes)
-  tx, schedule = optim.make_optimizer(config.optim, total_steps,
-                                      batch_size=config.input.batch_size)
-  init_rng, dropout_rng = jax.random.split(jax.random.key(config.seed))
-  ema_decay = ema.check_decay(config.get("ema_decay", 0.0))
-  mix_fn = mixing.make_mix_fn(config.get("mixup"), meta.num_classes)
-  mix_rng = jax.random.fold_in(jax.random.key(config.seed), _MIX_STREAM)
+  tx, schedule = optim.make_optimizer(optim_settings, total_steps,
+                                      batch_size=input_config.batch_size)
+  init_rng, dropout_rng = jax.random.split(jax.random.key(run.seed))
+  mix_fn = mixing.make_mix_fn(sections.mixup, meta.num_classes)
+  mix_rng = jax.random.fold_in(jax.random.key(run.seed), _MIX_STREAM)
 
   def init(rng):
     dummy = jnp.zeros((1, *meta.image_shape), jnp.float32)
     params = model.init({"params": rng}, dummy, train=False)["params"]
     return TrainState(step=jnp.zeros((), jnp.int32), params=params,
                       opt_state=tx.init(params),
-                      ema_params=params if ema_decay else None)
+                      ema_params=params if run.uses_ema else None)
 
   abstract_state = jax.eval_shape(init, init_rng)
-  rules = config.get("sharding_rules") or sharding.TENSOR_PARALLEL_RULES
-  state_sharding = sharding.tree_shardings(abstract_state, mesh, rules)
+  state_sharding = sharding.tree_shardings(abstract_state, mesh, run.sharding_rules)
   num_params = sum(int(np.prod(x.shape)) for x in jax.tree_util.tree_leaves(abstract_state.params))
   logging.info("model: %d parameters", num_params)
 
@@ -153,8 +161,8 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
   train_step = jax.jit(
       functools.partial(steps.train_step, model=model, tx=tx, schedule=schedule,
                         base_rng=dropout_rng,
-                        label_smoothing=config.get("label_smoothing", 0.0),
-                        ema_decay=ema_decay, mix_fn=mix_fn, mix_rng=mix_rng),
+                        label_smoothing=run.label_smoothing,
+                        ema_decay=run.ema_decay, mix_fn=mix_fn, mix_rng=mix_rng),
       in_shardings=(state_sharding, data_sharding), out_shardings=(state_sharding, repl),
       donate_argnums=0)
   eval_step = jax.jit(functools.partial(steps.eval_step, model=model),
@@ -163,9 +171,8 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
 
   # Restore the latest checkpoint, or initialise.
   ckpt = checkpointing.Checkpointer(
-      os.path.join(workdir, "checkpoints"), save_every=config.checkpoint_every,
-      keep=config.get("keep_checkpoints", 3),
-      async_save=config.get("async_checkpointing", True))
+      os.path.join(workdir, "checkpoints"), save_every=run.checkpoint_every,
+      keep=run.keep_checkpoints, async_save=run.async_checkpointing)
   latest = ckpt.latest_step()
   if latest is not None:
     state = ckpt.restore(latest, abstract_state, state_sharding)
@@ -175,7 +182,7 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
   start_step = int(state.step)
 
   train_iter = input_pipeline.create_train_dataset(
-      config.input, seed=config.seed, start_step=start_step).as_numpy_iterator()
+      input_config, seed=run.seed, start_step=start_step).as_numpy_iterator()
   report = periodic_actions.ReportProgress(num_train_steps=total_steps, writer=writer)
   if start_step == 0:
     writer.write_hparams({"num_params": num_params, "total_steps": total_steps})
@@ -195,22 +202,22 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
     report(step, time.time())
 
     is_last = step == total_steps
-    if step % config.log_every == 0 or is_last:
+    if step % run.log_every == 0 or is_last:
       _check_finite(*pending, ckpt.latest_step())
       writer.write_scalars(step, {f"train_{k}": v for k, v in train_metrics.compute().items()})
       train_metrics = None
-    if step % config.eval_every == 0 or is_last:
+    if step % run.eval_every == 0 or is_last:
       with report.timed("eval"):
-        eval_metrics = evaluate_all(eval_step, state, config, mesh)
+        eval_metrics = evaluate_all(eval_step, state, input_config, mesh)
       writer.write_scalars(step, eval_metrics)
-    if robustness.enabled(config.get("robustness")) and (
-        is_last or step % (config.robustness.get("every") or total_steps) == 0):
+    if corruption_due(sections.robustness, step, total_steps):
       with report.timed("corruption_eval"):
-        corrupt_metrics = evaluate_corruptions(eval_step, state, config, mesh)
+        corrupt_metrics = evaluate_corruptions(eval_step, state, sections.robustness,
+                                               input_config, mesh)
       writer.write_scalars(step, corrupt_metrics)
       eval_metrics.update(corrupt_metrics)
     preempted = ckpt.reached_preemption(step)
-    if step % config.checkpoint_every == 0 or is_last or preempted:
+    if step % run.checkpoint_every == 0 or is_last or preempted:
       _check_finite(*pending, ckpt.latest_step())
       ckpt.save(step, state, force=is_last or preempted)
     if preempted:
@@ -218,9 +225,10 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
       break
 
   if not eval_metrics:  # resumed at the end: nothing trained, still report
-    eval_metrics = evaluate_all(eval_step, state, config, mesh)
-    if robustness.enabled(config.get("robustness")):
-      eval_metrics.update(evaluate_corruptions(eval_step, state, config, mesh))
+    eval_metrics = evaluate_all(eval_step, state, input_config, mesh)
+    if sections.robustness.enabled:
+      eval_metrics.update(evaluate_corruptions(eval_step, state, sections.robustness,
+                                               input_config, mesh))
     writer.write_scalars(int(state.step), eval_metrics)
   ckpt.wait_until_finished()
   ckpt.close()

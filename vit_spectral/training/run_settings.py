@@ -1,0 +1,115 @@
+"""The trainer's own settings, and every training section read at once.
+
+A config holds sections (`input`, `model`, `optim`, `mixup`, `robustness`,
+`mesh`), each owned by the module that reads it, beside top-level fields that
+the trainer reads. `RunSettings` is the one definition of those: fields,
+defaults and checks. Each duration may be given in steps or in epochs, never
+both (`vit_spectral.training.durations` converts epochs to steps).
+`training_settings(config)` converts the top level and every training
+section once; `config.model` is converted by `models.build` and
+`config.input` by the data pipeline.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from vit_spectral import settings as settings_lib
+from vit_spectral.training.mixing import MixSettings
+from vit_spectral.training.optim import OptimSettings
+from vit_spectral.training.robustness import RobustnessSettings
+from vit_spectral.training.sharding import TENSOR_PARALLEL_RULES, MeshSettings
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSettings:
+  """The top-level fields of a training config.
+
+  Attributes:
+    seed: seeds parameter init, dropout, Mixup/CutMix and the input order.
+    total_steps: optimizer steps of the run; or
+    num_epochs: the run's length in epochs (exactly one of the two).
+    log_every: write train metrics every this many steps.
+    eval_every: evaluate every this many steps; or
+    eval_every_epochs: every this many (possibly fractional) epochs.
+    checkpoint_every: checkpoint every this many steps; or
+    checkpoint_every_epochs: every this many epochs.
+    keep_checkpoints: how many of the latest checkpoints to keep.
+    async_checkpointing: write checkpoints in a background thread.
+    label_smoothing: ε of the smoothed cross-entropy (DeiT: 0.1).
+    ema_decay: decay of the parameter EMA (`training.ema`); 0 = no EMA
+      (DeiT: 0.99996).
+    sharding_rules: (regex on the parameter path, partition spec of the
+      trailing dimensions) pairs (`training.sharding`).
+  """
+
+  SECTION = "config"
+
+  seed: int = 0
+  total_steps: int | None = None
+  num_epochs: float | None = None
+  log_every: int = 100
+  eval_every: int | None = 1000
+  eval_every_epochs: float | None = None
+  checkpoint_every: int | None = 1000
+  checkpoint_every_epochs: float | None = None
+  keep_checkpoints: int = 3
+  async_checkpointing: bool = True
+  label_smoothing: float = 0.0
+  ema_decay: float = 0.0
+  sharding_rules: tuple[tuple[str, tuple[str | None, ...]], ...] = TENSOR_PARALLEL_RULES
+
+  def __post_init__(self):
+    settings_lib.require(
+        bool(self.total_steps) != bool(self.num_epochs),
+        f"set exactly one of config.total_steps and config.num_epochs (got "
+        f"{self.total_steps} and {self.num_epochs})")
+    for field in ("eval_every", "checkpoint_every"):
+      steps, epochs = getattr(self, field), getattr(self, f"{field}_epochs")
+      settings_lib.require(steps is None or epochs is None,
+                           f"set only one of config.{field}={steps} and "
+                           f"config.{field}_epochs={epochs}")
+      settings_lib.require(steps is not None or epochs is not None,
+                           f"set config.{field} (steps) or config.{field}_epochs")
+    for field in ("total_steps", "num_epochs", "log_every", "eval_every",
+                  "eval_every_epochs", "checkpoint_every", "checkpoint_every_epochs",
+                  "keep_checkpoints"):
+      value = getattr(self, field)
+      settings_lib.require(value is None or value > 0,
+                           f"config.{field}={value} must be positive")
+    settings_lib.check_range(self.label_smoothing, "config.label_smoothing", 0, 1,
+                             high_open=True)
+    settings_lib.check_range(self.ema_decay, "config.ema_decay", 0, 1, high_open=True)
+
+  @property
+  def uses_ema(self) -> bool:
+    return self.ema_decay > 0
+
+
+def run_settings(config: Any) -> RunSettings:
+  """RunSettings from a whole config's top-level fields (the sections are
+  left to their owners)."""
+  names = settings_lib.field_names(RunSettings)
+  return settings_lib.from_config(RunSettings, {k: config[k] for k in names if k in config})
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingSettings:
+  """The typed training sections of one config."""
+
+  run: RunSettings
+  optim: OptimSettings
+  mixup: MixSettings
+  robustness: RobustnessSettings
+  mesh: MeshSettings
+
+
+def training_settings(config: Any) -> TrainingSettings:
+  """Converts (and so checks) the top level and every training section of
+  `config`; an absent section takes its defaults."""
+  sections = {name: settings_lib.from_config(cls, config.get(cls.SECTION))
+              for name, cls in (("optim", OptimSettings), ("mixup", MixSettings),
+                                ("robustness", RobustnessSettings),
+                                ("mesh", MeshSettings))}
+  return TrainingSettings(run=run_settings(config), **sections)
