@@ -55,6 +55,7 @@ def test_the_default_config_is_valid():
     (lambda c: setattr(c, "label_smoothing", 1.0), "config.label_smoothing=1.0"),
     (lambda c: setattr(c, "ema_decay", 1.0), "config.ema_decay=1.0"),
     (lambda c: setattr(c, "keep_checkpoints", 0), "config.keep_checkpoints=0"),
+    (lambda c: c.update(total_step=5), r"config has unknown fields \['total_step'\]"),
     # model, model.block, model.attention
     (lambda c: c.model.update(widht=3), r"config.model has unknown options \['widht'\]"),
     (lambda c: setattr(c.model, "stem", "conv"), "model.stem='conv'"),
@@ -65,6 +66,7 @@ def test_the_default_config_is_valid():
     (lambda c: c.model.block.update(block_order="sandwich"), "model.block.block_order='sandwich'"),
     (lambda c: c.model.block.update(block_order="lipsformer"), "needs model.block.residual_alpha"),
     (lambda c: c.model.block.update(conv_kernel_size=0), "model.block.conv_kernel_size=0"),
+    (lambda c: c.model.block.update(num_heads=2), r"model.block has unknown options \['num_heads'\]"),
     (lambda c: c.model.block.update(attention_residual="replace"), "needs an attention variant with its own skip"),
     (lambda c: c.model.attention.update(temperature=2.0), r"model.attention has unknown options \['temperature'\]"),
     (lambda c: c.model.attention.update(value_output="minuss"), "model.attention.value_output='minuss'"),
@@ -73,7 +75,7 @@ def test_the_default_config_is_valid():
     (lambda c: c.model.update(layer_overrides=({"stop": 2, "block": {"nope": 1}},)), r"model.layer_overrides\[0\].block has unknown options"),
     # input (fields that exist today)
     (lambda c: setattr(c.input, "train_fraction", 0.0), "input.train_fraction=0.0"),
-    (lambda c: setattr(c.input, "mean", (0.5, 0.5)), "input.mean and input.std differ"),
+    (lambda c: setattr(c.input, "mean", (0.5, 0.5)), r"input.mean=\(0.5, 0.5\) and input.std=\(0.5,\)"),
 ])
 def test_invalid_values_name_the_field(change, match):
   config = digits_vit.get_config()

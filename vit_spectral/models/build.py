@@ -104,6 +104,14 @@ def _check_module_options(module_cls: type, options: Mapping[str, Any],
   check_known(options, valid, field, module_cls.__name__)
 
 
+def block_options() -> list[str]:
+  """The `Block` fields `model.block` may set: every field the ViT does not
+  set itself (its shared fields, the token layout and `deterministic`)."""
+  vit = {f.name for f in dataclasses.fields(ViT)}
+  set_by_vit = vit | {"grid_size", "num_prefix_tokens", "deterministic", "parent", "name"}
+  return [f.name for f in dataclasses.fields(Block) if f.name not in set_by_vit]
+
+
 def _check_overrides(overrides, fields: Mapping[str, Any]) -> None:
   """Each override's attention and block options exist on their classes."""
   check_overrides(overrides, fields["depth"])
@@ -142,7 +150,8 @@ def model_kwargs(model_config: Mapping[str, Any]) -> dict[str, Any]:
   _check_module_options(get_attention(fields["attention"]), attention, "model.attention")
   fields["attention_kwargs"] = attention
   block = dict(plain(cfg.pop("block", {})))
-  _check_module_options(Block, block, "model.block")
+  check_known(block, block_options(), "model.block",
+              "Block (the other Block fields are set by the ViT itself)")
   if block:
     fields["block_options"] = block
   overrides = tuple(plain(o) for o in cfg.pop("layer_overrides", ()))

@@ -13,8 +13,6 @@ import jax
 import jax.numpy as jnp
 
 from vit_spectral import settings as settings_lib
-from vit_spectral.data import randaugment
-from vit_spectral.data.input_pipeline import EVAL_RESIZES, TRAIN_AUGMENTS
 from vit_spectral.models.build import build_model
 from vit_spectral.training.run_settings import TrainingSettings, training_settings
 from vit_spectral.training.sharding import MeshSettings
@@ -29,29 +27,6 @@ def validate_model(model_config, image_size: int, channels: int = 3) -> None:
   except ValueError as e:
     # The module's one-line message, without the note JAX appends under tracing.
     raise ValueError(str(e).splitlines()[0]) from e
-
-
-def validate_input(input_config) -> None:
-  """`config.input`'s own checks.
-
-  INPUT-SETTINGS: once `data.input_pipeline.InputSettings` exists, this whole
-  function is `settings_lib.from_config(InputSettings, input_config)`.
-  """
-  cfg = input_config
-  settings_lib.require(isinstance(cfg.dataset, str) and cfg.dataset,
-                       "input.dataset must be a TFDS name")
-  for key in ("image_size", "batch_size", "eval_batch_size"):
-    settings_lib.require(cfg[key] > 0, f"input.{key}={cfg[key]} must be positive")
-  settings_lib.check_choice(cfg.train_augment, TRAIN_AUGMENTS, "input.train_augment")
-  settings_lib.check_choice(cfg.eval_resize, EVAL_RESIZES, "input.eval_resize")
-  settings_lib.require(len(cfg.mean) == len(cfg.std),
-                       "input.mean and input.std differ in length")
-  settings_lib.check_range(cfg.train_fraction, "input.train_fraction", 0, 1, low_open=True)
-  settings_lib.check_range(cfg.random_erasing, "input.random_erasing", 0, 1)
-  settings_lib.require(cfg.repeated_augment >= 1, f"input.repeated_augment="
-                       f"{cfg.repeated_augment} must be >= 1 (1 = off)")
-  randaugment.check_settings(cfg.randaugment_layers, cfg.randaugment_magnitude,
-                             cfg.randaugment_magnitude_std, cfg.randaugment_ops)
 
 
 def check_batch_sizes(input_config, mesh: MeshSettings) -> None:
@@ -70,11 +45,9 @@ def check_batch_sizes(input_config, mesh: MeshSettings) -> None:
 def validate_config(config) -> TrainingSettings:
   """Raises ValueError naming the first invalid field of a training config;
   returns its typed training sections."""
-  for key in ("input", "model"):
-    settings_lib.require(key in config, f"config.{key} is missing")
+  settings_lib.require("model" in config, "config.model is missing")
   sections = training_settings(config)
-  validate_input(config.input)  # INPUT-SETTINGS
-  check_batch_sizes(config.input, sections.mesh)
+  check_batch_sizes(sections.input, sections.mesh)
   run, optim = sections.run, sections.optim
   if run.total_steps and optim.warmup_epochs is None and optim.cooldown_epochs is None:
     settings_lib.require(  # in epochs, known once the data set is (trainer)
@@ -85,5 +58,5 @@ def validate_config(config) -> TrainingSettings:
       not (sections.robustness.enabled and sections.robustness.use_ema)
       or sections.run.uses_ema,
       "robustness.use_ema=True needs config.ema_decay > 0")
-  validate_model(config.model, config.input.image_size, len(config.input.mean))
+  validate_model(config.model, sections.input.image_size, len(sections.input.mean))
   return sections

@@ -17,6 +17,7 @@ from typing import Any, Mapping
 import ml_collections
 
 from vit_spectral import settings as settings_lib
+from vit_spectral.data.input_settings import input_settings
 
 # The 15 corruptions of Hendrycks & Dietterich (2019), in TFDS spelling.
 HENDRYCKS_15 = (
@@ -72,7 +73,8 @@ class RobustnessSettings:
 
 @dataclasses.dataclass(frozen=True)
 class CorruptedSet:
-  """One corruption at one severity, as a TFDS name and the input config."""
+  """One corruption at one severity: its `InputSettings` (the run's, with the
+  corrupted TFDS name and split)."""
 
   corruption: str
   severity: int
@@ -99,16 +101,15 @@ def validate(robustness: Any) -> RobustnessSettings:
 
 def corrupted_sets(robustness: RobustnessSettings | Any,
                    input_config: Any) -> list[CorruptedSet]:
-  """Every (corruption, severity) pair with its `config.input` copy."""
+  """Every (corruption, severity) pair with its copy of the input settings."""
   robustness = settings_lib.as_settings(RobustnessSettings, robustness)
+  clean = input_settings(input_config)
   sets = []
   for corruption in robustness.corruptions:
     for severity in robustness.severities:
-      # INPUT-SETTINGS: with InputSettings this is dataclasses.replace(
-      # input_settings, dataset=..., eval_split=...).
-      cfg = ml_collections.ConfigDict(input_config.to_dict())
-      cfg.dataset = f"{robustness.dataset}/{corruption}_{int(severity)}"
-      cfg.eval_split = robustness.split
+      cfg = dataclasses.replace(
+          clean, dataset=f"{robustness.dataset}/{corruption}_{int(severity)}",
+          eval_split=robustness.split)
       sets.append(CorruptedSet(corruption, int(severity), cfg))
   return sets
 

@@ -5,9 +5,9 @@ A config holds sections (`input`, `model`, `optim`, `mixup`, `robustness`,
 the trainer reads. `RunSettings` is the one definition of those: fields,
 defaults and checks. Each duration may be given in steps or in epochs, never
 both (`vit_spectral.training.durations` converts epochs to steps).
-`training_settings(config)` converts the top level and every training
-section once; `config.model` is converted by `models.build` and
-`config.input` by the data pipeline.
+`training_settings(config)` converts the top level and every section but
+`model` once (an unknown top-level key raises); `config.model` is converted
+by `models.build`.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import dataclasses
 from typing import Any
 
 from vit_spectral import settings as settings_lib
+from vit_spectral.data.input_settings import InputSettings, input_settings
 from vit_spectral.training.mixing import MixSettings
 from vit_spectral.training.optim import OptimSettings
 from vit_spectral.training.robustness import RobustnessSettings
@@ -96,9 +97,10 @@ def run_settings(config: Any) -> RunSettings:
 
 @dataclasses.dataclass(frozen=True)
 class TrainingSettings:
-  """The typed training sections of one config."""
+  """The typed sections of one config (all but `model`)."""
 
   run: RunSettings
+  input: InputSettings
   optim: OptimSettings
   mixup: MixSettings
   robustness: RobustnessSettings
@@ -108,8 +110,15 @@ class TrainingSettings:
 def training_settings(config: Any) -> TrainingSettings:
   """Converts (and so checks) the top level and every training section of
   `config`; an absent section takes its defaults."""
+  known = {*settings_lib.field_names(RunSettings), "input", "model", *(
+      cls.SECTION for cls in (OptimSettings, MixSettings, RobustnessSettings, MeshSettings))}
+  unknown = sorted(set(config.keys()) - known)
+  settings_lib.require(not unknown, f"config has unknown fields {unknown}; the fields "
+                       f"are {sorted(known)}")
+  settings_lib.require("input" in config, "config.input is missing")
   sections = {name: settings_lib.from_config(cls, config.get(cls.SECTION))
               for name, cls in (("optim", OptimSettings), ("mixup", MixSettings),
                                 ("robustness", RobustnessSettings),
                                 ("mesh", MeshSettings))}
-  return TrainingSettings(run=run_settings(config), **sections)
+  return TrainingSettings(run=run_settings(config), input=input_settings(config.input),
+                          **sections)

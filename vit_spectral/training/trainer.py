@@ -119,7 +119,7 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
     "eval_ema_*" with EMA and the "corrupt_*" metrics with config.robustness).
   """
   sections = config_checks.validate_config(config)  # every section, typed
-  input_config = config.input  # INPUT-SETTINGS: from_config(InputSettings, config.input)
+  input_config = sections.input
   epath.Path(workdir).mkdir(parents=True, exist_ok=True)
   writer = metric_writers.create_default_writer(
       workdir, just_logging=jax.process_index() > 0)
