@@ -22,6 +22,7 @@ width): it comes from ‖Q̂‖_∞ ≤ √D_h for rows of ℓ2-norm ≤ 1.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
@@ -30,6 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from vit_spectral.attention.cosine import CosineAttention
 from vit_spectral.layers.spectral_init import kernel_matrix
 from vit_spectral.models.layouts import layer_fields, layer_trees
 from vit_spectral.models.vit import Block, BranchSpec
@@ -78,9 +80,18 @@ def scsa_lipschitz_bound(w_q, w_k, w_v, num_tokens: int, *, tau: float, nu: floa
   raise ValueError(f"norm={norm!r}; choose one of {list(NORM_KINDS)}")
 
 
+def _cosine_options(attention_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
+  """A "cosine" attention's options: `attention_kwargs` over CosineAttention's
+  defaults (the one place they are written)."""
+  defaults = {f.name: f.default for f in dataclasses.fields(CosineAttention)
+              if f.default is not dataclasses.MISSING}
+  return {**defaults, **dict(attention_kwargs or {})}
+
+
 def multihead_scsa_lipschitz_bound(attention_params: Mapping[str, Any], num_tokens: int,
-                                   *, tau: float = 12.0, nu: float = 1.0,
-                                   epsilon: float = 1e-6, scale_heads: bool = True,
+                                   *, tau: float | None = None, nu: float | None = None,
+                                   epsilon: float | None = None,
+                                   scale_heads: bool | None = None,
                                    norm: str = "2") -> float:
   """Bound for a "cosine" attention module's parameters (App. A.2).
 
@@ -88,10 +99,14 @@ def multihead_scsa_lipschitz_bound(attention_params: Mapping[str, Any], num_toke
   1/K with `scale_heads`), and the output projection multiplies by its norm
   (‖W^O‖_2, or for "inf" the max absolute column sum, the ∞-norm of x ↦ xW^O).
   Biases do not change a Lipschitz constant. Learned "tau"/"nu" parameters,
-  when present, override the arguments.
+  when present, override the arguments. An argument left None takes
+  `CosineAttention`'s default.
   """
-  tau = float(attention_params.get("tau", tau))
-  nu = float(attention_params.get("nu", nu))
+  given = dict(tau=tau, nu=nu, epsilon=epsilon, scale_heads=scale_heads)
+  options = _cosine_options({k: v for k, v in given.items() if v is not None})
+  epsilon, scale_heads = options["epsilon"], options["scale_heads"]
+  tau = float(attention_params.get("tau", options["tau"]))
+  nu = float(attention_params.get("nu", options["nu"]))
   kernels = {n: np.asarray(attention_params[n]["kernel"]) for n in ("query", "key", "value")}
   heads = kernels["query"].shape[1]
   total = sum(
@@ -181,18 +196,17 @@ def _branch_lip(spec: BranchSpec, params: Mapping[str, Any],
     pointwise = kernel_matrix(params["conv_pw"]["conv"]["kernel"])  # 1×1: a Dense map per token
     return float(np.abs(depthwise).sum(axis=(0, 1, 2)).max()) * matrix_norm(pointwise)
   if spec.name == "attention":
-    kwargs = dict(block_fields.get("attention_kwargs") or {})
-    if block_fields.get("attention", "dot_product") != "cosine":
-      raise ValueError(f"attention={block_fields.get('attention')!r} has no Lipschitz "
+    if block_fields["attention"] != "cosine":
+      raise ValueError(f"attention={block_fields['attention']!r} has no Lipschitz "
                        "bound (dot-product attention is not Lipschitz, Kim et al.); "
                        "only 'cosine' has one (Theorem 1)")
-    if not kwargs.get("normalize_value", True):
+    options = _cosine_options(block_fields["attention_kwargs"])
+    if not options["normalize_value"]:
       raise ValueError("cosine attention with normalize_value=False is not Lipschitz "
                        "(App. K); Theorem 1 needs the normalised V")
     return multihead_scsa_lipschitz_bound(
-        params["attention"], num_tokens, tau=kwargs.get("tau", 12.0),
-        nu=kwargs.get("nu", 1.0), epsilon=kwargs.get("epsilon", 1e-6),
-        scale_heads=kwargs.get("scale_heads", True))
+        params["attention"], num_tokens, tau=options["tau"], nu=options["nu"],
+        epsilon=options["epsilon"], scale_heads=options["scale_heads"])
   if spec.name == "mlp":    # fc2 ∘ GELU ∘ fc1, token-wise
     mlp = params["mlp"]
     return (matrix_norm(mlp["fc1"]["kernel"]) * gelu_lipschitz()
@@ -217,16 +231,17 @@ def block_branches(block_params: Mapping[str, Any], block_fields: Mapping[str, A
       a post-norm after the residual sum; a branch without a norm counts
       none); False = the paper's simplification that CenterNorm is 1-Lipschitz.
   """
+  block_fields = Block.settings(block_fields)
   branches = []
   for spec in Block.branches(block_fields):
     if not spec.residual:
       raise ValueError(f"model.block.attention_residual="
-                       f"{block_fields.get('attention_residual')!r}: the attention output "
+                       f"{block_fields['attention_residual']!r}: the attention output "
                        "is the stream, not a residual branch; eq. (19) needs 'add'")
     lip = _branch_lip(spec, block_params, block_fields, num_tokens)
     norm_lip = 1.0
     if include_norms and (spec.pre_norm or spec.post_norm):
-      norm_lip = norm_lipschitz(block_fields.get("norm", "layer_norm"),
+      norm_lip = norm_lipschitz(block_fields["norm"],
                                 block_params[f"norm{spec.suffix}"])
     alpha = block_params[f"alpha{spec.suffix}"] if spec.weighted else 1.0
     if spec.pre_norm:

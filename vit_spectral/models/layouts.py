@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from vit_spectral.settings import plain
 from vit_spectral.models.segments import (BLOCK_NAME, layer_kwargs, scan_name,
                                           scanned_stacks, segments)
 from vit_spectral.models.vit import Block, Encoder
@@ -188,12 +189,6 @@ def loop_to_scan(tree: Mapping[str, Any],
   return with_layer_trees(tree, layers, tuple(segment_lengths or (len(layers),)))
 
 
-def _plain(value: Any) -> Any:
-  if hasattr(value, "to_dict"):
-    value = value.to_dict()
-  return dict(value) if isinstance(value, Mapping) else value
-
-
 def _shared_fields(model) -> tuple[int, dict[str, Any], Any]:
   """(depth, the Block fields every layer shares, the layer overrides) of a model."""
   if isinstance(model, Encoder):
@@ -203,8 +198,8 @@ def _shared_fields(model) -> tuple[int, dict[str, Any], Any]:
   block = {f.name for f in dataclasses.fields(Block)} - {"parent", "name"}
   shared = {f.name: getattr(model, f.name) for f in dataclasses.fields(model)
             if f.name in block}
-  shared["attention_kwargs"] = _plain(shared.get("attention_kwargs") or {})
-  shared.update(_plain(model.block_options or {}))
+  shared["attention_kwargs"] = plain(shared.get("attention_kwargs") or {})
+  shared.update(plain(model.block_options or {}))
   return model.depth, shared, model.layer_overrides
 
 

@@ -27,6 +27,8 @@ import dataclasses
 import re
 from typing import Any, Mapping, Sequence
 
+from vit_spectral.settings import plain
+
 __all__ = ["BLOCK_NAME", "Segment", "check_overrides", "is_scanned_path", "layer_kwargs",
            "scan_name", "scanned_stacks", "segments", "star_overrides"]
 
@@ -48,23 +50,20 @@ class Segment:
     return self.stop - self.start
 
 
-def _plain(value: Any) -> Any:
-  if hasattr(value, "to_dict"):
-    return value.to_dict()
-  return dict(value) if isinstance(value, Mapping) else value
-
-
 def _apply(kwargs: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
   """The Block fields of one layer after `override`."""
   out = dict(kwargs)
-  attention = dict(_plain(override.get("attention") or {}))
+  attention = dict(plain(override.get("attention") or {}))
   if attention:
-    name = attention.pop("name", out.get("attention", "dot_product"))
+    # Without a "name" the override keeps the layer's variant (if the layer
+    # names none, the Block default stands and the options merge into it).
+    name = attention.pop("name", out.get("attention"))
     shared = out.get("attention_kwargs") or {}
-    same = name == out.get("attention", "dot_product")
-    out["attention"] = name
+    same = name == out.get("attention")
+    if name is not None:
+      out["attention"] = name
     out["attention_kwargs"] = dict(shared, **attention) if same else attention
-  for key, value in dict(_plain(override.get("block") or {})).items():
+  for key, value in dict(plain(override.get("block") or {})).items():
     if key in ("attention", "attention_kwargs"):
       raise ValueError(f"model.layer_overrides: set the attention through the "
                        f"'attention' dict, not block.{key}")
@@ -75,7 +74,7 @@ def _apply(kwargs: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any
 def check_overrides(overrides: Sequence[Mapping[str, Any]] | None, depth: int) -> None:
   """Raises ValueError for an unknown key or a layer range outside [0, depth)."""
   for n, override in enumerate(overrides or ()):
-    override = _plain(override)
+    override = plain(override)
     if not isinstance(override, Mapping):
       raise ValueError(f"model.layer_overrides[{n}] must be a dict with keys "
                        f"{list(_OVERRIDE_KEYS)}, got {override!r}")
@@ -95,7 +94,7 @@ def layer_kwargs(depth: int, block_kwargs: Mapping[str, Any],
   check_overrides(overrides, depth)
   layers = [dict(block_kwargs) for _ in range(depth)]
   for override in overrides or ():
-    override = _plain(override)
+    override = plain(override)
     for i in range(override.get("start", 0), override.get("stop", depth)):
       layers[i] = _apply(layers[i], override)
   return layers

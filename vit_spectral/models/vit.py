@@ -80,9 +80,9 @@ class BranchSpec(NamedTuple):
   residual: bool = True
 
 
-def block_branches(block_order: str = "pre_norm", conv_block: bool = False,
-                   use_mlp: bool = True, attention_residual: str = "add",
-                   residual_alpha: float | None = None) -> tuple[BranchSpec, ...]:
+def _branch_specs(block_order: str, conv_block: bool, use_mlp: bool,
+                  attention_residual: str, residual_alpha: float | None
+                  ) -> tuple[BranchSpec, ...]:
   """The branches of a `Block` with these fields, in call order (see `Block`)."""
   weighted = residual_alpha is not None
   post = block_order != "pre_norm"
@@ -207,13 +207,19 @@ class Block(nn.Module):
   param_dtype: Any = jnp.float32
 
   @classmethod
+  def settings(cls, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """`fields` completed with the Block's defaults (keys that are not Block
+    fields dropped): what a Block built from `fields` would hold."""
+    defaults = {f.name: f.default for f in dataclasses.fields(cls)
+                if f.default is not dataclasses.MISSING and f.name not in ("parent", "name")}
+    return {**defaults, **{k: v for k, v in fields.items() if k in defaults}}
+
+  @classmethod
   def branches(cls, fields: Mapping[str, Any]) -> tuple[BranchSpec, ...]:
     """The residual branches of a Block with `fields` (others at their defaults)."""
-    defaults = {f.name: f.default for f in dataclasses.fields(cls)
-                if f.default is not dataclasses.MISSING}
-    values = {**defaults, **{k: v for k, v in fields.items() if k in defaults}}
-    return block_branches(values["block_order"], values["conv_block"], values["use_mlp"],
-                          values["attention_residual"], values["residual_alpha"])
+    values = cls.settings(fields)
+    return _branch_specs(values["block_order"], values["conv_block"], values["use_mlp"],
+                         values["attention_residual"], values["residual_alpha"])
 
   @classmethod
   def ends_in_norm(cls, fields: Mapping[str, Any]) -> bool:
@@ -301,8 +307,8 @@ class Block(nn.Module):
                       dtype=self.dtype, param_dtype=self.param_dtype, name="mlp")(y)
 
     functions = {"conv": convolve, "attention": attend, "mlp": feed_forward}
-    for spec in block_branches(self.block_order, self.conv_block, self.use_mlp,
-                               self.attention_residual, self.residual_alpha):
+    for spec in _branch_specs(self.block_order, self.conv_block, self.use_mlp,
+                              self.attention_residual, self.residual_alpha):
       x = self.residual(x, spec, functions[spec.name], drop_path_rate)
 
     self.sow("intermediates", "block_output", x)
@@ -368,17 +374,17 @@ class Encoder(nn.Module):
     x, _ = carry
     if Block.ends_in_norm(segs[-1].block_kwargs):
       return x    # post-norm / LipsFormer order: the last block already ends in its norm
-    return get_norm(self.block_kwargs.get("norm", "layer_norm"))(
+    return get_norm(Block.settings(self.block_kwargs)["norm"])(
         dtype=self.dtype, param_dtype=self.param_dtype, name="encoder_norm")(x)
 
   @staticmethod
   def _initial_state(segs, batch: int, tokens: int):
     """The first block's state; every segment's variant must carry the same kind."""
-    states = [get_attention(s.block_kwargs.get("attention", "dot_product")).initial_state(
-        batch, tokens, s.block_kwargs["num_heads"]) for s in segs]
+    names = [Block.settings(s.block_kwargs)["attention"] for s in segs]
+    states = [get_attention(name).initial_state(batch, tokens, s.block_kwargs["num_heads"])
+              for name, s in zip(names, segs)]
     shapes = [jax.tree_util.tree_map(jnp.shape, st) for st in states]
     if any(sh != shapes[0] for sh in shapes[1:]):
-      names = [s.block_kwargs.get("attention", "dot_product") for s in segs]
       raise ValueError(f"model.layer_overrides mixes attention variants {names} whose "
                        "carried states differ; the encoder carries one state through all layers")
     return states[0]
