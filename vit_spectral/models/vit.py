@@ -427,19 +427,20 @@ class ViT(nn.Module):
   stem: str = "patch"
   pooling: str = "cls"
   posemb: str = "learned"
-  dropout_rate: float = 0.0
-  attention_dropout_rate: float = 0.0
+  # The fields every Block receives take the Block's own defaults.
+  dropout_rate: float = Block.dropout_rate
+  attention_dropout_rate: float = Block.attention_dropout_rate
   drop_path_rate: float = 0.0
-  attention: str = "dot_product"
+  attention: str = Block.attention
   attention_kwargs: Mapping[str, Any] | None = None
-  norm: str = "layer_norm"
+  norm: str = Block.norm
   block_options: Mapping[str, Any] | None = None
   layer_overrides: Sequence[Mapping[str, Any]] | None = None
   encoder_mode: str = "scan"
   remat: bool = False
-  kernel_init: str = "xavier_uniform"
-  dtype: Any = jnp.float32
-  param_dtype: Any = jnp.float32
+  kernel_init: str = Block.kernel_init
+  dtype: Any = Block.dtype
+  param_dtype: Any = Block.param_dtype
 
   @nn.compact
   def __call__(self, images, *, train: bool = False, mask=None):
