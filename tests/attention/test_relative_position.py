@@ -299,7 +299,9 @@ def test_paper_recipes_validate_and_do_not_decay_centres_or_widths():
   for name in ("quadratic", "gaussian", "relative_learned"):
     for recipe in (digits_quadratic, cifar10_quadratic):
       config = recipe.get_config(f"attention={name}")
-      config.mesh.data = 4   # the paper's batch of 100 splits over 4 devices, not 8
+      # The paper's batch of 100 splits over 4 data-parallel devices, not 8: the
+      # 8 test devices become a 4 × 2 mesh (a mesh must use every device).
+      config.mesh.data, config.mesh.model = 4, 2
       config_checks.validate_config(config)
   config = digits_quadratic.get_config("attention=gaussian,depth=2")
   model = build_model(config.model, num_classes=10)
