@@ -92,6 +92,10 @@ def from_config(cls: type[T], section: Any, **extra: Any) -> T:
   require(not unknown, f"config.{section_name(cls)} has unknown fields {unknown}; "
           f"the fields are {sorted(names)}")
   values.update(extra)
+  missing = [f.name for f in dataclasses.fields(cls) if f.name not in values
+             and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+  require(not missing, f"config.{section_name(cls)}.{missing[0] if missing else ''} is "
+          "missing (it has no default)")
   return cls(**values)
 
 
@@ -112,17 +116,20 @@ def _placeholder_type(annotation: Any) -> type | None:
 
 
 def _config_of(cls: type, values: Mapping[str, Any]) -> ml_collections.ConfigDict:
-  """A ConfigDict of `values` (one per field of `cls`): None becomes a typed
-  placeholder, an int in a float field a float (so the field takes floats)."""
+  """A ConfigDict of `values` (one per field of `cls`): a field that may be
+  None (`X | None`, X a scalar) is a typed FieldReference, so it can be set to
+  None and back from the command line; an int in a float field is a float (so
+  the field takes floats)."""
   hints = typing.get_type_hints(cls)
   out = {}
   for name in field_names(cls):
     value = values[name]
-    kind = _placeholder_type(hints[name]) or hints[name]
-    if value is None:
-      value = config_dict.placeholder(kind) if kind in (str, int, float, bool) else None
-    elif kind is float and isinstance(value, int) and not isinstance(value, bool):
+    optional = _placeholder_type(hints[name])
+    kind = optional or hints[name]
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
       value = float(value)
+    if optional in (str, int, float, bool):
+      value = config_dict.FieldReference(value, field_type=optional)
     out[name] = value
   return ml_collections.ConfigDict(out)
 

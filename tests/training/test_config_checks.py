@@ -56,6 +56,9 @@ def test_the_default_config_is_valid():
     (lambda c: setattr(c, "ema_decay", 1.0), "config.ema_decay=1.0"),
     (lambda c: setattr(c, "keep_checkpoints", 0), "config.keep_checkpoints=0"),
     (lambda c: c.update(total_step=5), r"config has unknown fields \['total_step'\]"),
+    (lambda c: setattr(c, "sharding_rules", ()), "config.sharding_rules=\\(\\) must list"),
+    (lambda c: c.robustness.update(dataset="x", severities=(1.5,)), r"robustness.severities=\(1.5,\)"),
+    (lambda c: delattr(c.input, "batch_size"), "config.input.batch_size is missing"),
     # model, model.block, model.attention
     (lambda c: c.model.update(widht=3), r"config.model has unknown options \['widht'\]"),
     (lambda c: setattr(c.model, "stem", "conv"), "model.stem='conv'"),

@@ -16,7 +16,7 @@ from configs import common, lipsformer_digits
 from vit_spectral import settings
 from vit_spectral.models import ViT, build_model
 from vit_spectral.training import durations, mixing, optim, robustness, sharding
-from vit_spectral.training.run_settings import RunSettings
+from vit_spectral.training.run_settings import RunSettings, run_settings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -185,3 +185,27 @@ def test_command_line_overrides_reach_none_default_fields(path, text, value):
   values(argv)
   overridden = field(config_flag.value)
   assert overridden == value and type(overridden) is type(value)
+
+
+@pytest.mark.parametrize("recipe,overrides,expected", [
+    # A recipe in epochs switched to steps, and a digits run switched to epochs.
+    ("cifar10_vit.py", ["--config.eval_every=500", "--config.eval_every_epochs=0"],
+     {"eval_every": 500, "eval_every_epochs": 0.0}),
+    ("digits_vit.py", ["--config.num_epochs=2.5", "--config.total_steps=0"],
+     {"num_epochs": 2.5, "total_steps": 0}),
+])
+def test_command_line_switches_between_steps_and_epochs(recipe, overrides, expected):
+  """Fields that may be None keep their type whatever value a recipe gives them,
+  so the flags can set them (and unset them) either way."""
+  from vit_spectral.training import config_checks  # noqa: PLC0415
+  values = flags.FlagValues()
+  argv = ["train.py", f"--config={ROOT}/configs/{recipe}", *overrides]
+  config_flag = config_flags.DEFINE_config_file("config", None, flag_values=values,
+                                                sys_argv=argv, lock_config=True)
+  values(argv)
+  config = config_flag.value
+  assert {k: config[k] for k in expected} == expected
+  run = run_settings(config)  # 0 unsets the other unit of the pair
+  assert (run.eval_every, run.eval_every_epochs) == (500, None) or run.num_epochs == 2.5
+  if recipe == "digits_vit.py":
+    config_checks.validate_config(config)

@@ -94,7 +94,7 @@ def check_known(options: Mapping[str, Any], valid: Any, field: str,
   unknown = sorted(set(options) - set(valid))
   if unknown:
     raise ValueError(f"{field} has unknown options {unknown}; "
-                     f"{owner or field} accepts {sorted(valid)}")
+                     f"{owner or field} accepts {sorted(set(valid))}")
 
 
 def _check_module_options(module_cls: type, options: Mapping[str, Any],

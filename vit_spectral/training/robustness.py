@@ -60,7 +60,9 @@ class RobustnessSettings:
   def __post_init__(self):
     settings_lib.require(bool(self.corruptions), "robustness.corruptions is empty")
     settings_lib.require(
-        bool(self.severities) and all(int(s) >= 1 for s in self.severities),
+        bool(self.severities) and all(
+            isinstance(s, int) and not isinstance(s, bool) and s >= 1
+            for s in self.severities),
         f"robustness.severities={tuple(self.severities)} must be a non-empty "
         "list of positive integers")
     if self.every is not None:

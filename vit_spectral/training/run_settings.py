@@ -30,12 +30,14 @@ class RunSettings:
   Attributes:
     seed: seeds parameter init, dropout, Mixup/CutMix and the input order.
     total_steps: optimizer steps of the run; or
-    num_epochs: the run's length in epochs (exactly one of the two).
+    num_epochs: the run's length in epochs (exactly one of the two; the other
+      None or 0).
     log_every: write train metrics every this many steps.
     eval_every: evaluate every this many steps; or
-    eval_every_epochs: every this many (possibly fractional) epochs.
+    eval_every_epochs: every this many (possibly fractional) epochs (0 = unset,
+      like None).
     checkpoint_every: checkpoint every this many steps; or
-    checkpoint_every_epochs: every this many epochs.
+    checkpoint_every_epochs: every this many epochs (0 = unset, like None).
     keep_checkpoints: how many of the latest checkpoints to keep.
     async_checkpointing: write checkpoints in a background thread.
     label_smoothing: ε of the smoothed cross-entropy (DeiT: 0.1).
@@ -62,6 +64,11 @@ class RunSettings:
   sharding_rules: tuple[tuple[str, tuple[str | None, ...]], ...] = TENSOR_PARALLEL_RULES
 
   def __post_init__(self):
+    # 0 unsets an epochs cadence: a flag cannot write None into a float field,
+    # so `--config.eval_every=500 --config.eval_every_epochs=0` switches to steps.
+    for field in ("eval_every_epochs", "checkpoint_every_epochs"):
+      if getattr(self, field) == 0:
+        object.__setattr__(self, field, None)
     settings_lib.require(
         bool(self.total_steps) != bool(self.num_epochs),
         f"set exactly one of config.total_steps and config.num_epochs (got "
@@ -77,8 +84,13 @@ class RunSettings:
                   "eval_every_epochs", "checkpoint_every", "checkpoint_every_epochs",
                   "keep_checkpoints"):
       value = getattr(self, field)
-      settings_lib.require(value is None or value > 0,
-                           f"config.{field}={value} must be positive")
+      # 0 unsets the run's length, so a flag can switch steps <-> epochs.
+      unset = value is None or (value == 0 and field in ("total_steps", "num_epochs"))
+      settings_lib.require(unset or value > 0, f"config.{field}={value} must be positive")
+    settings_lib.require(bool(self.sharding_rules),
+                         f"config.sharding_rules={self.sharding_rules!r} must list "
+                         "(parameter-path regex, partition spec) rules; the default is "
+                         "sharding.TENSOR_PARALLEL_RULES, ((\".*\", ()),) replicates all")
     settings_lib.check_range(self.label_smoothing, "config.label_smoothing", 0, 1,
                              high_open=True)
     settings_lib.check_range(self.ema_decay, "config.ema_decay", 0, 1, high_open=True)
