@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from vit_spectral.analysis import (degenerate_heads, gaussian_heads, plot_attention_centres,
-                                   prune_heads, vit_lipschitz_bound)
+                                   prune_heads, remove_heads, vit_lipschitz_bound)
 from vit_spectral.analysis.eigen import layer_kernels
 from vit_spectral.attention.value_output import ValueOutput, value_output_kernels
-from vit_spectral.models import ViT, layer_trees, model_layout, to_layout
+from vit_spectral.models import ViT, layer_fields, layer_trees, model_layout, to_layout
 
 LAYOUTS = {"scan": (2,), "segments": (1, 1), "loop": None}
 
@@ -123,6 +123,34 @@ def test_pruned_model_equals_the_network_without_those_heads(shared_value):
   with pytest.raises(ValueError, match="out of range"):
     prune_heads({"params": params}, [[HEADS], []])
 
+
+
+@pytest.mark.parametrize("shared_value", [False, True])
+def test_removed_heads_give_the_network_without_them_with_fewer_parameters(shared_value):
+  """remove_heads (the model the paper trains on, Fig. 8) equals the
+  independent network with only the kept heads, in every layout."""
+  params = gaussian_params(shared_value)
+  images = jax.random.normal(jax.random.key(0), (2, 8, 8, 1))
+  reference_model, reference_params = kept_heads_model(params, DEGENERATE)
+  reference = reference_model.apply({"params": reference_params}, images)
+  count = lambda tree: sum(np.size(x) for x in jax.tree_util.tree_leaves(tree))
+  for name, p in three_layouts(params).items():
+    model = gaussian_vit(name, shared_value=shared_value)
+    smaller, variables = remove_heads(model, {"params": p}, DEGENERATE, (8, 8, 1))
+    np.testing.assert_allclose(smaller.apply(variables, images), reference,
+                               rtol=1e-5, atol=1e-6, err_msg=name)
+    assert [f["num_heads"] for f in layer_fields(smaller)] == [3, 2]
+    assert count(variables["params"]) < count(p)
+    # Loop stays loop; a scanned encoder stores one stack per head count.
+    assert model_layout(smaller) == (None if name == "loop" else (1, 1))
+
+
+def test_remove_heads_refuses_a_variant_with_carried_state():
+  model = ViT(num_classes=3, patch_size=4, hidden_size=16, depth=2, num_heads=2, mlp_dim=16,
+              attention="hopfield")
+  params = jax.eval_shape(model.init, jax.random.key(0), jnp.zeros((1, 8, 8, 1)))["params"]
+  with pytest.raises(ValueError, match="model.attention='hopfield'.*carries per-head state"):
+    remove_heads(model, {"params": params}, [[0], []], (8, 8, 1))
 
 # --- Eigen kernels (paper 003): each layer's own value_output settings.
 

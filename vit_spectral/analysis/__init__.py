@@ -21,7 +21,7 @@ from vit_spectral.analysis.eigen import (
     dominating_from_spectra, h_matrix, head_h_spectra, layer_kernels, perron_index,
     theorem4_dominating)
 from vit_spectral.analysis.frequency import dc, hc, hc_dc_ratio, hc_proportion
-from vit_spectral.analysis.head_pruning import degenerate_heads, prune_heads
+from vit_spectral.analysis.head_pruning import degenerate_heads, prune_heads, remove_heads
 from vit_spectral.analysis.lipschitz import (
     Branch, LipschitzReport, block_branches, empirical_lipschitz, exp_kappa_bound,
     gelu_lipschitz, lipsformer_lipschitz_bound, matrix_norm,
@@ -43,7 +43,7 @@ __all__ = [
     "hc_dc_ratio", "hc_proportion", "head_h_spectra", "layer_kernels",
     "lipsformer_lipschitz_bound", "matrix_norm", "multihead_scsa_lipschitz_bound",
     "norm_1_inf", "norm_lipschitz", "perron_index", "plot_attention_centres", "probe",
-    "prune_heads", "rank_residual_ratio", "scsa_lipschitz_bound",
+    "prune_heads", "rank_residual_ratio", "remove_heads", "scsa_lipschitz_bound",
     "smoothing_rate_bound", "theorem4_dominating", "token_cosine_similarity",
     "token_cosine_values", "token_residual", "vit_lipschitz_bound",
 ]

@@ -192,8 +192,9 @@ def _branch_lip(spec: BranchSpec, params: Mapping[str, Any],
   """Lipschitz bound of the branch function f itself (no norm, no α)."""
   if spec.name == "conv":   # point-wise ∘ depth-wise convolution on the patch grid
     # depth-wise, zero padding: ≤ max_c ‖k_c‖_1 (Young), whatever the grid size
-    depthwise = np.asarray(params["conv_dw"]["conv"]["kernel"])   # (k, k, 1, D)
-    pointwise = kernel_matrix(params["conv_pw"]["conv"]["kernel"])  # 1×1: a Dense map per token
+    dw, pw = (params[module]["conv"]["kernel"] for module in spec.modules)
+    depthwise = np.asarray(dw)                                     # (k, k, 1, D)
+    pointwise = kernel_matrix(pw)                                  # 1×1: a Dense map per token
     return float(np.abs(depthwise).sum(axis=(0, 1, 2)).max()) * matrix_norm(pointwise)
   if spec.name == "attention":
     if block_fields["attention"] != "cosine":
@@ -204,11 +205,13 @@ def _branch_lip(spec: BranchSpec, params: Mapping[str, Any],
     if not options["normalize_value"]:
       raise ValueError("cosine attention with normalize_value=False is not Lipschitz "
                        "(App. K); Theorem 1 needs the normalised V")
+    (module,) = spec.modules
     return multihead_scsa_lipschitz_bound(
-        params["attention"], num_tokens, tau=options["tau"], nu=options["nu"],
+        params[module], num_tokens, tau=options["tau"], nu=options["nu"],
         epsilon=options["epsilon"], scale_heads=options["scale_heads"])
   if spec.name == "mlp":    # fc2 ∘ GELU ∘ fc1, token-wise
-    mlp = params["mlp"]
+    (module,) = spec.modules
+    mlp = params[module]
     return (matrix_norm(mlp["fc1"]["kernel"]) * gelu_lipschitz()
             * matrix_norm(mlp["fc2"]["kernel"]))
   raise ValueError(f"no Lipschitz bound for the block branch {spec.name!r}")

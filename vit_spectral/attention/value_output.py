@@ -47,7 +47,7 @@ import jax.numpy as jnp
 from vit_spectral.settings import check_choice, check_range, require
 
 __all__ = ["ATTENTION_FIELDS", "DEFAULT", "PSI", "STANDARD", "THETA", "VALUE_OUTPUTS",
-           "VECTORS", "ValueOutput", "check_value_output", "eigen_factors", "eigenvalues",
+           "VECTORS", "ValueOutput", "eigen_factors", "eigenvalues",
            "orthogonal_factor", "psi_init", "value_output_kernels"]
 
 STANDARD = "standard"
@@ -128,13 +128,6 @@ def _settings(value_output: ValueOutput | str) -> ValueOutput:
   if isinstance(value_output, ValueOutput):
     return value_output
   return ValueOutput(mode=value_output)
-
-
-def check_value_output(value_output: str, clip: bool = DEFAULT.clip,
-                       eps: float = DEFAULT.eps) -> ValueOutput:
-  """The checked `ValueOutput(value_output, clip, eps)`; raises ValueError
-  naming the field for an unknown mode or an ε outside (0, 1]."""
-  return ValueOutput(value_output, clip, eps)
 
 
 def psi_init(key, shape, dtype=jnp.float32):

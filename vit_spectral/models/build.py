@@ -33,7 +33,8 @@ from vit_spectral.attention import get_attention
 from vit_spectral.settings import plain
 from vit_spectral.models.segments import check_overrides
 from vit_spectral.models.variants import variant_fields
-from vit_spectral.models.vit import Block, ViT
+from vit_spectral.models.vit import (ATTENTION_FIELDS_SET_BY_BLOCK, BLOCK_FIELDS_SET_BY_ENCODER,
+                                     Block, ViT)
 
 SHAPE_FIELDS = ("hidden_size", "depth", "num_heads", "mlp_dim", "patch_size")
 _DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16, "float16": jnp.float16}
@@ -97,11 +98,18 @@ def check_known(options: Mapping[str, Any], valid: Any, field: str,
                      f"{owner or field} accepts {sorted(set(valid))}")
 
 
-def _check_module_options(module_cls: type, options: Mapping[str, Any],
-                          field: str) -> None:
-  """Every key of `options` must be a dataclass field of `module_cls`."""
-  valid = [f.name for f in dataclasses.fields(module_cls) if f.name not in ("parent", "name")]
-  check_known(options, valid, field, module_cls.__name__)
+def _check_module_options(module_cls: type, options: Mapping[str, Any], field: str,
+                          set_elsewhere: tuple[str, ...] = ()) -> None:
+  """Every key of `options` must be a dataclass field of `module_cls` that its
+  caller does not set itself (`set_elsewhere`)."""
+  valid = [f.name for f in dataclasses.fields(module_cls)
+           if f.name not in ("parent", "name", *set_elsewhere)]
+  owner = module_cls.__name__ + (" (the others are set by the model)" if set_elsewhere else "")
+  check_known(options, valid, field, owner)
+
+
+def _check_attention_options(name: str, options: Mapping[str, Any], field: str) -> None:
+  _check_module_options(get_attention(name), options, field, ATTENTION_FIELDS_SET_BY_BLOCK)
 
 
 def block_options() -> list[str]:
@@ -119,10 +127,11 @@ def _check_overrides(overrides, fields: Mapping[str, Any]) -> None:
     override = plain(override)
     attention = dict(plain(override.get("attention") or {}))
     name = attention.pop("name", fields["attention"])
-    _check_module_options(get_attention(name), attention,
-                          f"model.layer_overrides[{n}].attention")
+    _check_attention_options(name, attention, f"model.layer_overrides[{n}].attention")
     _check_module_options(Block, plain(override.get("block") or {}),
-                          f"model.layer_overrides[{n}].block")
+                          f"model.layer_overrides[{n}].block",
+                          ("attention", "attention_kwargs", "grid_size", "num_prefix_tokens",
+                           *BLOCK_FIELDS_SET_BY_ENCODER))
 
 
 def model_kwargs(model_config: Mapping[str, Any]) -> dict[str, Any]:
@@ -147,7 +156,7 @@ def model_kwargs(model_config: Mapping[str, Any]) -> dict[str, Any]:
     raise ValueError(f"model config needs model.variant or explicit {missing}")
   attention = dict(plain(cfg.pop("attention", {})))
   fields["attention"] = attention.pop("name", _field_default("attention"))
-  _check_module_options(get_attention(fields["attention"]), attention, "model.attention")
+  _check_attention_options(fields["attention"], attention, "model.attention")
   fields["attention_kwargs"] = attention
   block = dict(plain(cfg.pop("block", {})))
   check_known(block, block_options(), "model.block",

@@ -32,6 +32,11 @@ ENCODER_MODES = ("scan", "loop")
 ATTENTION_RESIDUALS = ("add", "replace", "none")
 POOLINGS = ("cls", "mean")
 STEMS = ("patch", "space_to_depth")
+# The attention fields every Block sets itself (so not `model.attention` options).
+ATTENTION_FIELDS_SET_BY_BLOCK = ("num_heads", "dropout_rate", "deterministic", "kernel_init",
+                                 "grid_size", "num_prefix_tokens", "dtype", "param_dtype")
+# The Block fields the Encoder sets itself (so not `layer_overrides[n].block` keys).
+BLOCK_FIELDS_SET_BY_ENCODER = ("deterministic", "dtype", "param_dtype")
 BLOCK_ORDERS = ("pre_norm", "post_norm", "lipsformer")
 
 
@@ -210,9 +215,10 @@ class Block(nn.Module):
   def settings(cls, fields: Mapping[str, Any]) -> dict[str, Any]:
     """`fields` completed with the Block's defaults (keys that are not Block
     fields dropped): what a Block built from `fields` would hold."""
+    names = {f.name for f in dataclasses.fields(cls)} - {"parent", "name"}
     defaults = {f.name: f.default for f in dataclasses.fields(cls)
-                if f.default is not dataclasses.MISSING and f.name not in ("parent", "name")}
-    return {**defaults, **{k: v for k, v in fields.items() if k in defaults}}
+                if f.name in names and f.default is not dataclasses.MISSING}
+    return {**defaults, **{k: v for k, v in fields.items() if k in names}}
 
   @classmethod
   def branches(cls, fields: Mapping[str, Any]) -> tuple[BranchSpec, ...]:
@@ -266,12 +272,14 @@ class Block(nn.Module):
     """carry: (x (B, T, D), state); drop_path_rate: scalar; mask: see attention.base."""
     self.check_options()
     x, state = carry
-    attention = get_attention(self.attention)(
+    set_by_block = dict(
         num_heads=self.num_heads, dropout_rate=self.attention_dropout_rate,
         deterministic=self.deterministic, kernel_init=self.kernel_init,
         grid_size=self.grid_size, num_prefix_tokens=self.num_prefix_tokens,
-        dtype=self.dtype, param_dtype=self.param_dtype, name="attention",
-        **dict(self.attention_kwargs or {}))
+        dtype=self.dtype, param_dtype=self.param_dtype)
+    assert set(set_by_block) == set(ATTENTION_FIELDS_SET_BY_BLOCK)
+    attention = get_attention(self.attention)(
+        name="attention", **set_by_block, **dict(self.attention_kwargs or {}))
 
     check_attention_residual(self.attention_residual, type(attention))
     if self.attention_residual != "add" and self.block_order != "pre_norm":
@@ -349,7 +357,7 @@ class Encoder(nn.Module):
     """x: (B, T, D) -> (B, T, D)."""
     if self.mode not in ENCODER_MODES:
       raise ValueError(f"model.encoder_mode={self.mode!r}; choose one of {list(ENCODER_MODES)}")
-    segs = segments(self.depth, self.block_kwargs, self.layer_overrides)
+    segs = segments(self.depth, Block.settings(self.block_kwargs), self.layer_overrides)
     carry = (x, _as_float32(self._initial_state(segs, x.shape[0], x.shape[1])))
     rates = linear_drop_path_rates(self.drop_path_rate, self.depth)
     # prevent_cse=False is safe (and faster) under scan, which already stops CSE.
