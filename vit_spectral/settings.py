@@ -1,6 +1,6 @@
 """Typed config sections: each section of a config has one owner.
 
-The module that uses a section (`data.input_pipeline` for `config.input`,
+The module that uses a section (`data.input_settings` for `config.input`,
 `training.optim` for `config.optim`, ...) declares it once as a frozen
 dataclass: its fields, their defaults (the only place a default is written)
 and its checks (`__post_init__`, raising ValueError that names
@@ -11,9 +11,9 @@ the typed object:
   config.optim = to_config(OptimSettings, name="sgd")   # in configs/*.py
 
 `to_config` writes every field into a ConfigDict, so `--config.optim.x=...`
-overrides keep working; a field whose default is None becomes a typed
-placeholder (its annotation's type), so it can be overridden from the command
-line too.
+overrides keep working; a field that may be None (`X | None`, X a scalar) is a
+FieldReference typed X, so it can be overridden from the command line whether
+it holds None or a value (and a recipe may set it to None and back).
 
 A section class names itself with the class attribute `SECTION` (e.g.
 "input"); error messages use it.
