@@ -71,6 +71,11 @@ def _apply(kwargs: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any
   return out
 
 
+def _layer_range(override: Mapping[str, Any], depth: int) -> tuple[int, int]:
+  """An override's layers [start, stop): from the first layer to the last by default."""
+  return override.get("start", 0), override.get("stop", depth)
+
+
 def check_overrides(overrides: Sequence[Mapping[str, Any]] | None, depth: int) -> None:
   """Raises ValueError for an unknown key or a layer range outside [0, depth)."""
   for n, override in enumerate(overrides or ()):
@@ -82,7 +87,7 @@ def check_overrides(overrides: Sequence[Mapping[str, Any]] | None, depth: int) -
     if unknown:
       raise ValueError(f"model.layer_overrides[{n}] has unknown keys {unknown}; "
                        f"the keys are {list(_OVERRIDE_KEYS)}")
-    start, stop = override.get("start", 0), override.get("stop", depth)
+    start, stop = _layer_range(override, depth)
     if not 0 <= start < stop <= depth:
       raise ValueError(f"model.layer_overrides[{n}]: start={start}, stop={stop} "
                        f"must satisfy 0 <= start < stop <= model.depth={depth}")
@@ -95,7 +100,7 @@ def layer_kwargs(depth: int, block_kwargs: Mapping[str, Any],
   layers = [dict(block_kwargs) for _ in range(depth)]
   for override in overrides or ():
     override = plain(override)
-    for i in range(override.get("start", 0), override.get("stop", depth)):
+    for i in range(*_layer_range(override, depth)):
       layers[i] = _apply(layers[i], override)
   return layers
 
