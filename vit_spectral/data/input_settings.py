@@ -131,6 +131,4 @@ class InputSettings:
 def input_settings(section: Any) -> InputSettings:
   """`section` (an InputSettings, a `config.input` ConfigDict or a Mapping) as
   InputSettings; missing fields take their defaults."""
-  if isinstance(section, InputSettings):
-    return section
-  return settings_lib.from_config(InputSettings, section)
+  return settings_lib.as_settings(InputSettings, section)

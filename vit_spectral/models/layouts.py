@@ -22,7 +22,6 @@ its blocks (e.g. "encoder_norm") and keys outside the encoder pass through.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from typing import Any, Mapping, Sequence
 
@@ -190,16 +189,16 @@ def loop_to_scan(tree: Mapping[str, Any],
 
 
 def _shared_fields(model) -> tuple[int, dict[str, Any], Any]:
-  """(depth, the Block fields every layer shares, the layer overrides) of a model."""
+  """(depth, the Block fields every layer shares, the layer overrides) of a
+  model: what its Encoder segments, every Block field with its default filled
+  in, less the input-dependent token layout (grid_size, num_prefix_tokens)."""
   if isinstance(model, Encoder):
-    return model.depth, dict(model.block_kwargs), model.layer_overrides
-  # A ViT hands every Block its own fields of the same name, then block_options;
-  # the token layout (grid_size, num_prefix_tokens) depends on the input.
-  block = {f.name for f in dataclasses.fields(Block)} - {"parent", "name"}
-  shared = {f.name: getattr(model, f.name) for f in dataclasses.fields(model)
-            if f.name in block}
-  shared["attention_kwargs"] = plain(shared.get("attention_kwargs") or {})
-  shared.update(plain(model.block_options or {}))
+    shared = Block.settings(model.block_kwargs)
+  else:
+    shared = Block.settings(model.block_fields())
+    for key in ("grid_size", "num_prefix_tokens"):
+      del shared[key]
+  shared["attention_kwargs"] = plain(shared["attention_kwargs"] or {})
   return model.depth, shared, model.layer_overrides
 
 

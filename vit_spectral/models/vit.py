@@ -357,7 +357,8 @@ class Encoder(nn.Module):
     """x: (B, T, D) -> (B, T, D)."""
     if self.mode not in ENCODER_MODES:
       raise ValueError(f"model.encoder_mode={self.mode!r}; choose one of {list(ENCODER_MODES)}")
-    segs = segments(self.depth, Block.settings(self.block_kwargs), self.layer_overrides)
+    shared = Block.settings(self.block_kwargs)    # every Block field, defaults filled in
+    segs = segments(self.depth, shared, self.layer_overrides)
     carry = (x, _as_float32(self._initial_state(segs, x.shape[0], x.shape[1])))
     rates = linear_drop_path_rates(self.drop_path_rate, self.depth)
     # prevent_cse=False is safe (and faster) under scan, which already stops CSE.
@@ -382,13 +383,14 @@ class Encoder(nn.Module):
     x, _ = carry
     if Block.ends_in_norm(segs[-1].block_kwargs):
       return x    # post-norm / LipsFormer order: the last block already ends in its norm
-    return get_norm(Block.settings(self.block_kwargs)["norm"])(
+    return get_norm(shared["norm"])(
         dtype=self.dtype, param_dtype=self.param_dtype, name="encoder_norm")(x)
 
   @staticmethod
   def _initial_state(segs, batch: int, tokens: int):
-    """The first block's state; every segment's variant must carry the same kind."""
-    names = [Block.settings(s.block_kwargs)["attention"] for s in segs]
+    """The first block's state; every segment's variant must carry the same kind
+    (segments hold every Block field, so each names its attention)."""
+    names = [s.block_kwargs["attention"] for s in segs]
     states = [get_attention(name).initial_state(batch, tokens, s.block_kwargs["num_heads"])
               for name, s in zip(names, segs)]
     shapes = [jax.tree_util.tree_map(jnp.shape, st) for st in states]
@@ -450,6 +452,18 @@ class ViT(nn.Module):
   dtype: Any = Block.dtype
   param_dtype: Any = Block.param_dtype
 
+  def block_fields(self) -> dict[str, Any]:
+    """The Block fields every layer shares before `layer_overrides`: the ViT's
+    own fields of the same name, then `block_options` (the token layout,
+    grid_size and num_prefix_tokens, is added when the images are seen)."""
+    return dict(
+        num_heads=self.num_heads, mlp_dim=self.mlp_dim, attention=self.attention,
+        attention_kwargs=self.attention_kwargs, norm=self.norm,
+        dropout_rate=self.dropout_rate,
+        attention_dropout_rate=self.attention_dropout_rate,
+        kernel_init=self.kernel_init, dtype=self.dtype, param_dtype=self.param_dtype,
+        **dict(self.block_options or {}))
+
   @nn.compact
   def __call__(self, images, *, train: bool = False, mask=None):
     """images: (B, H, W, C) -> logits (B, num_classes) in float32."""
@@ -501,13 +515,8 @@ class ViT(nn.Module):
       x = x.at[:, num_prefix:].add(pos.astype(self.dtype))
     x = nn.Dropout(self.dropout_rate)(x, deterministic=not train)
 
-    block_kwargs = dict(
-        num_heads=self.num_heads, mlp_dim=self.mlp_dim, attention=self.attention,
-        attention_kwargs=self.attention_kwargs, norm=self.norm,
-        dropout_rate=self.dropout_rate,
-        attention_dropout_rate=self.attention_dropout_rate,
-        kernel_init=self.kernel_init, grid_size=(rows, cols),
-        num_prefix_tokens=num_prefix, **dict(self.block_options or {}))
+    block_kwargs = dict(self.block_fields(), grid_size=(rows, cols),
+                        num_prefix_tokens=num_prefix)
     x = Encoder(depth=self.depth, block_kwargs=block_kwargs,
                 layer_overrides=self.layer_overrides,
                 drop_path_rate=self.drop_path_rate, mode=self.encoder_mode,

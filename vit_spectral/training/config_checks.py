@@ -14,6 +14,7 @@ import jax.numpy as jnp
 
 from vit_spectral import settings as settings_lib
 from vit_spectral.models.build import build_model
+from vit_spectral.training.optim import check_schedule_length
 from vit_spectral.training.run_settings import TrainingSettings, training_settings
 from vit_spectral.training.sharding import MeshSettings
 
@@ -49,11 +50,9 @@ def validate_config(config) -> TrainingSettings:
   sections = training_settings(config)
   check_batch_sizes(sections.input, sections.mesh)
   run, optim = sections.run, sections.optim
+  # Durations in epochs are known only with the data set (the schedule checks them).
   if run.total_steps and optim.warmup_epochs is None and optim.cooldown_epochs is None:
-    settings_lib.require(  # in epochs, known once the data set is (trainer)
-        optim.warmup_steps + optim.cooldown_steps < run.total_steps,
-        f"optim.warmup_steps={optim.warmup_steps} plus optim.cooldown_steps="
-        f"{optim.cooldown_steps} must be smaller than config.total_steps={run.total_steps}")
+    check_schedule_length(optim, run.total_steps)
   settings_lib.require(
       not (sections.robustness.enabled and sections.robustness.use_ema)
       or sections.run.uses_ema,

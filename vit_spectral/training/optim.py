@@ -158,6 +158,14 @@ def peak_learning_rate(optim: OptimSettings | Any,
   return float(optim.learning_rate) * batch_size / optim.base_batch_size
 
 
+def check_schedule_length(optim: OptimSettings, total_steps: int) -> None:
+  """Warmup plus cooldown (in steps) must leave the cosine at least one step."""
+  settings_lib.require(
+      optim.warmup_steps + optim.cooldown_steps < total_steps,
+      f"optim.warmup_steps={optim.warmup_steps} plus optim.cooldown_steps="
+      f"{optim.cooldown_steps} must be smaller than config.total_steps={total_steps}")
+
+
 def learning_rate_schedule(optim: OptimSettings | Any, total_steps: int,
                            batch_size: int | None = None) -> optax.Schedule:
   """Warmup, cosine to a floor, then (optionally) a constant cooldown.
@@ -180,11 +188,8 @@ def learning_rate_schedule(optim: OptimSettings | Any, total_steps: int,
           f"optim.{unit}_epochs={epochs} is in epochs: convert the settings "
           "with vit_spectral.training.durations.resolve first")
   peak = peak_learning_rate(optim, batch_size)
+  check_schedule_length(optim, total_steps)
   warmup, cooldown = optim.warmup_steps, optim.cooldown_steps
-  if warmup + cooldown >= total_steps:
-    raise ValueError(f"optim.warmup_steps={warmup} plus optim.cooldown_steps="
-                     f"{cooldown} must be smaller than the total number of "
-                     f"steps ({total_steps})")
   decay_steps = total_steps - cooldown
   schedule = optax.warmup_cosine_decay_schedule(
       init_value=optim.warmup_init_learning_rate, peak_value=peak,
