@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
-from configs import digits_quadratic  # noqa: E402
+from vit_spectral.configs import digits_quadratic  # noqa: E402
 from vit_spectral.training import checkpointing, trainer  # noqa: E402
 from vit_spectral.analysis import degenerate_heads, gaussian_heads, plot_attention_centres  # noqa: E402
 

@@ -24,7 +24,7 @@ def main(argv):
   import tensorflow as tf  # noqa: PLC0415
   tf.config.set_visible_devices([], "GPU")
   from vit_spectral.training import trainer  # noqa: PLC0415
-  from configs import digits_deit  # noqa: PLC0415
+  from vit_spectral.configs import digits_deit  # noqa: PLC0415
   config = digits_deit.get_config(f"steps={_STEPS.value}")
   metrics = trainer.train_and_evaluate(config, _WORKDIR.value)
   print(json.dumps(metrics, indent=2))

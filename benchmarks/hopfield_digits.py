@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
-from configs import digits_vit  # noqa: E402
+from vit_spectral.configs import digits_vit  # noqa: E402
 from vit_spectral.training import checkpointing, trainer  # noqa: E402
 from vit_spectral.analysis import attention_entropy, rank_residual_ratio, token_cosine_values  # noqa: E402
 from vit_spectral.data import input_pipeline  # noqa: E402

@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
-from configs import common  # noqa: E402
+from vit_spectral.configs import common  # noqa: E402
 from vit_spectral.training import optim, steps  # noqa: E402
 from vit_spectral.models import build_model  # noqa: E402
 from vit_spectral.training.train_state import TrainState  # noqa: E402

@@ -36,7 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
-from configs import digits_vit  # noqa: E402
+from vit_spectral.configs import digits_vit  # noqa: E402
 from vit_spectral.analysis import rank_residual_ratio  # noqa: E402
 from vit_spectral.data import input_pipeline  # noqa: E402
 from vit_spectral.models import build_model, per_layer  # noqa: E402

@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import logging  # noqa: E402
 
-from configs import lipsformer_digits  # noqa: E402
+from vit_spectral.configs import lipsformer_digits  # noqa: E402
 
 RATES = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
 # "lipsformer" leaves out the convolution branches: XLA:CPU's grouped-convolution

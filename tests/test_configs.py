@@ -1,20 +1,17 @@
-"""Every config file in configs/ loads, validates and builds its model."""
+"""Every shipped recipe (vit_spectral/configs) loads, validates and builds its model."""
 
-import glob
 import importlib
-import os
 
 import jax
 import jax.numpy as jnp
 import pytest
 
+from vit_spectral.configs import recipe_names
 from vit_spectral.training import config_checks
 from vit_spectral.models import build_model
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Recipe files are the ones with get_config; the others hold shared pieces.
-CONFIGS = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, "configs", "*.py"))
-                 if "def get_config" in open(p).read())
+CONFIGS = recipe_names()
 
 
 def test_the_spine_recipes_exist():
@@ -23,7 +20,7 @@ def test_the_spine_recipes_exist():
 
 @pytest.mark.parametrize("name", CONFIGS)
 def test_config_validates_and_builds(name):
-  module = importlib.import_module(f"configs.{name}")
+  module = importlib.import_module(f"vit_spectral.configs.{name}")
   config = module.get_config()
   assert module.__doc__ and ("train.py" in module.__doc__ or "launch/" in module.__doc__), \
       "the docstring must carry the launch command"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from configs import cifar100_vit_ti_fourier, imagenet_deit_s_fourier
+from vit_spectral.configs import cifar100_vit_ti_fourier, imagenet_deit_s_fourier
 from vit_spectral.training.config_checks import validate_config
 from vit_spectral.models import model_kwargs
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from configs import lipsformer_cifar, lipsformer_digits, lipsformer_imagenet
+from vit_spectral.configs import lipsformer_cifar, lipsformer_digits, lipsformer_imagenet
 from vit_spectral.training import config_checks
 from vit_spectral.models import build_model
 

@@ -8,7 +8,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import pytest  # noqa: E402
 import tensorflow_datasets as tfds  # noqa: E402
 
-from configs import cifar10_vit, cifar100_vit, imagenet_deit  # noqa: E402
+from vit_spectral.configs import cifar10_vit, cifar100_vit, imagenet_deit  # noqa: E402
 from vit_spectral.training import config_checks, robustness, trainer  # noqa: E402
 
 CORRUPTIONS, SEVERITIES = ("brightness", "fog"), (1, 5)
@@ -66,7 +66,7 @@ def test_recipe_trains_two_steps_and_evaluates(module, arg, image_size, tmp_path
 
 
 def test_robustness_sets_and_summary():
-  from configs import common  # noqa: PLC0415
+  from vit_spectral.configs import common  # noqa: PLC0415
   cfg = robustness.robustness_config("cifar10_corrupted", corruptions=("fog", "snow"),
                                      severities=(2, 3))
   sets = robustness.corrupted_sets(cfg, common.input_config("cifar10", image_size=32,
@@ -91,7 +91,7 @@ def test_robustness_sets_and_summary():
 def test_prepared_corruption_set_is_read_per_severity(tmp_path):
   """A Hendrycks-style .npy set converted to TFDS is what the evaluator reads."""
   import numpy as np  # noqa: PLC0415
-  from configs import common  # noqa: PLC0415
+  from vit_spectral.configs import common  # noqa: PLC0415
   from vit_spectral import data  # noqa: PLC0415
   from vit_spectral.data import corrupted  # noqa: PLC0415
   npy = tmp_path / "npy"
@@ -132,7 +132,7 @@ TABLE10 = dict(drop_path={"Ti": 0.1, "S": 0.2, "B": 0.2, "L": 0.3},
 def test_table10_has_one_source(size, dataset):
   """hopfield_vit.py (attention=dot_product) and cifarXX_vit.py:recipe=table10
   build the same Table-10 run, and it is the paper's."""
-  from configs import hopfield_vit  # noqa: PLC0415
+  from vit_spectral.configs import hopfield_vit  # noqa: PLC0415
   cifar = {"cifar10": cifar10_vit, "cifar100": cifar100_vit}[dataset]
   a = hopfield_vit.get_config(f"size={size},dataset={dataset},attention=dot_product")
   b = cifar.get_config(f"recipe=table10,size={size},corrupted=")
@@ -157,7 +157,7 @@ def test_table10_has_one_source(size, dataset):
 
 def test_statistics_have_one_source():
   """Every recipe normalises a data set with the same statistics."""
-  from configs import (cifar10_quadratic, cifar100_eigen,  # noqa: PLC0415
+  from vit_spectral.configs import (cifar10_quadratic, cifar100_eigen,  # noqa: PLC0415
                        cifar100_vit_ti_fourier, imagenet_deit_s_fourier,
                        lipsformer_cifar, lipsformer_imagenet)
   from vit_spectral.data import DATASET_STATISTICS  # noqa: PLC0415
@@ -177,7 +177,7 @@ def test_statistics_have_one_source():
 def test_paper_003_recipes_are_park_and_kims():
   """cifar100_eigen.py and cifar100_vit_ti_fourier.py train with the recipe of
   cifar100_vit.py:recipe=park_kim (paper 003 §5), augmentations included."""
-  from configs import cifar100_eigen, cifar100_vit_ti_fourier  # noqa: PLC0415
+  from vit_spectral.configs import cifar100_eigen, cifar100_vit_ti_fourier  # noqa: PLC0415
   reference = cifar100_vit.get_config("recipe=park_kim,corrupted=")
   for config in (cifar100_eigen.get_config(), cifar100_vit_ti_fourier.get_config()):
     for section in ("input", "optim", "mixup"):

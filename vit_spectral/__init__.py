@@ -3,11 +3,13 @@
 JAX/Flax (linen) reimplementations of five papers on oversmoothing in deep ViTs,
 with one model (`vit_spectral.models.ViT`), one attention registry
 (`vit_spectral.attention`), the papers' diagnostics (`vit_spectral.analysis`) and a
-sharded trainer (`vit_spectral.training`).
+sharded trainer (`vit_spectral.training`), the shipped recipes
+(`vit_spectral.configs`) and the command line (`vit_spectral.main`).
 """
 
 __version__ = "0.1.0"
 
 # Subpackages, imported on use: `from vit_spectral import analysis` or
 # `from vit_spectral.training import trainer`.
-__all__ = ["analysis", "attention", "data", "layers", "models", "settings", "training"]
+__all__ = ["analysis", "attention", "configs", "data", "layers", "models", "settings",
+           "training"]

@@ -225,7 +225,7 @@ def test_bad_options_raise_naming_the_field(fields, message):
      dict(attention_residual="none", use_mlp=False)),
 ])
 def test_paper_004_recipes_validate(config_file, arg, depth, block):
-  config = importlib.import_module(f"configs.{config_file}").get_config(arg)
+  config = importlib.import_module(f"vit_spectral.configs.{config_file}").get_config(arg)
   config_checks.validate_config(config)
   fields = model_kwargs(config.model)
   assert fields["depth"] == depth and dict(fields.get("block_options") or {}) == block

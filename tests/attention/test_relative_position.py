@@ -293,7 +293,7 @@ def test_attention_centres_plot_and_contours(tmp_path):
 
 
 def test_paper_recipes_validate_and_do_not_decay_centres_or_widths():
-  from configs import cifar10_quadratic, digits_quadratic
+  from vit_spectral.configs import cifar10_quadratic, digits_quadratic
   from vit_spectral.training import config_checks, optim
   from vit_spectral.models import build_model
   for name in ("quadratic", "gaussian", "relative_learned"):

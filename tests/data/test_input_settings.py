@@ -12,7 +12,7 @@ import pytest  # noqa: E402
 from absl import flags  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
-from configs import common  # noqa: E402
+from vit_spectral.configs import common  # noqa: E402
 from vit_spectral import data, settings  # noqa: E402
 from vit_spectral.data import input_pipeline  # noqa: E402
 from tests.data.test_input_pipeline import digits_dir, make_cfg, take  # noqa: E402,F401

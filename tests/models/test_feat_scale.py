@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from configs import digits_vit
+from vit_spectral.configs import digits_vit
 from vit_spectral.training.config_checks import validate_model
 from vit_spectral.layers import FeatScale
 from vit_spectral.models import ViT, scan_to_loop

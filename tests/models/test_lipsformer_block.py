@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from configs import common
+from vit_spectral.configs import common
 from vit_spectral.training import config_checks
 from vit_spectral.attention import get_attention
 from vit_spectral.layers import GridConv, MlpBlock, get_norm

@@ -4,7 +4,7 @@ import jax
 import numpy as np
 import pytest
 
-from configs import digits_vit
+from vit_spectral.configs import digits_vit
 from vit_spectral.training import config_checks
 from vit_spectral.models import ViT, build_model, loop_to_scan, model_layout, per_layer, scan_to_loop
 from vit_spectral.models.segments import layer_kwargs, segments, star_overrides

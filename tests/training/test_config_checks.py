@@ -2,7 +2,7 @@
 
 import pytest
 
-from configs import digits_vit
+from vit_spectral.configs import digits_vit
 from vit_spectral.training import config_checks
 from vit_spectral.data import DatasetNotPreparedError
 from vit_spectral.training import trainer

@@ -12,7 +12,7 @@ import pytest
 from absl import flags
 from ml_collections import config_flags
 
-from configs import common, lipsformer_digits
+from vit_spectral.configs import common, lipsformer_digits
 from vit_spectral import settings
 from vit_spectral.models import ViT, build_model
 from vit_spectral.training import durations, mixing, optim, robustness, sharding

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from jax.sharding import NamedSharding, PartitionSpec as P
 
-from configs import common
+from vit_spectral.configs import common
 from vit_spectral.training import checkpointing, optim, sharding, steps
 from vit_spectral.models import build_model
 from vit_spectral.training.train_state import TrainState

@@ -9,7 +9,7 @@ import jax
 import numpy as np
 import pytest
 
-from configs import digits_vit
+from vit_spectral.configs import digits_vit
 from vit_spectral.training import sharding, steps, trainer
 from vit_spectral.data import create_eval_dataset, get_builder
 from vit_spectral.models import build_model

@@ -20,7 +20,7 @@ Arguments (`cifar10_quadratic.py:attention=gaussian,epochs=300`): attention
 ("quadratic" | "gaussian" | "relative_learned"), epochs.
 """
 
-from configs import common
+from vit_spectral.configs import common
 from vit_spectral.data.statistics import dataset_statistics
 
 # Centres (Δ), widths (log α) and Σ^{-1/2} are not weight-decayed (paper 002, §4.1).

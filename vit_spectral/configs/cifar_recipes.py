@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import ml_collections
 
-from configs import common
+from vit_spectral.configs import common
 from vit_spectral.data.statistics import dataset_statistics
 from vit_spectral.training.optim import DEIT_NO_DECAY
 from vit_spectral.training.robustness import robustness_config

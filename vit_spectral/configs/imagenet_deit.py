@@ -25,7 +25,7 @@ attention, batch, epochs, repeated_augment.
 
 import ml_collections
 
-from configs import common
+from vit_spectral.configs import common
 from vit_spectral.data.statistics import dataset_statistics
 from vit_spectral.training.optim import DEIT_NO_DECAY
 

@@ -19,9 +19,9 @@ RandAugment, Mixup, CutMix, random erasing, label smoothing 0.1, stochastic
 depth 0.1; ViT-Ti with 2×2 patches on the 32×32 images (256 tokens + CLS).
 """
 
-from configs import common
-from configs.cifar_recipes import park_kim
-from configs.imagenet_deit_s_fourier import fourier_model
+from vit_spectral.configs import common
+from vit_spectral.configs.cifar_recipes import park_kim
+from vit_spectral.configs.imagenet_deit_s_fourier import fourier_model
 
 
 def get_config(arg=None):

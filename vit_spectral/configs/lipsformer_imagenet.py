@@ -27,8 +27,8 @@ match those numbers (DeiT-S, the plain-ViT reference with strong augmentation,
 reaches 79.8%).
 """
 
-from configs import common
-from configs.lipsformer_parts import lipsformer_model_fields, lipsformer_optim
+from vit_spectral.configs import common
+from vit_spectral.configs.lipsformer_parts import lipsformer_model_fields, lipsformer_optim
 from vit_spectral.data.statistics import dataset_statistics
 from vit_spectral.models.variants import variant_fields
 

@@ -25,7 +25,7 @@ encoder_mode, steps; default steps=4000: Mixup/CutMix need a longer run than
 the plain recipe's 2000 steps; 1200 steps, with dropout 0.1, reached only 88.6%).
 """
 
-from configs import common, digits_vit
+from vit_spectral.configs import common, digits_vit
 from vit_spectral.training.optim import DEIT_NO_DECAY
 
 

@@ -21,7 +21,7 @@ Arguments: as configs/cifar10_vit.py (corrupted defaults to "": CIFAR-100-C
 is not in TFDS).
 """
 
-from configs import cifar_recipes
+from vit_spectral.configs import cifar_recipes
 
 
 def get_config(arg=None):

@@ -11,7 +11,7 @@ heads, MLP 128. Arguments (`digits_vit.py:depth=8,attention=dot_product`):
 depth, width, heads, attention, encoder_mode.
 """
 
-from configs import common
+from vit_spectral.configs import common
 
 
 def get_config(arg=None):

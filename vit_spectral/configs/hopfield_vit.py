@@ -27,8 +27,8 @@ epochs from 1e-6, cosine to 1e-6, 300 + 10 cooldown epochs, drop path and
 batch per size); `epochs` counts the 300, not the cooldown.
 """
 
-from configs import common
-from configs.cifar_recipes import SPLITS, TABLE10_SIZES, table10
+from vit_spectral.configs import common
+from vit_spectral.configs.cifar_recipes import SPLITS, TABLE10_SIZES, table10
 
 PLACEMENTS = ("add", "replace")
 

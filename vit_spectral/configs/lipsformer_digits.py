@@ -16,8 +16,8 @@ conv (true/false), baseline (true = the same recipe with the pre-norm
 LayerNorm/dot-product ViT, for the comparison).
 """
 
-from configs import common
-from configs.lipsformer_parts import lipsformer_model_fields, lipsformer_optim
+from vit_spectral.configs import common
+from vit_spectral.configs.lipsformer_parts import lipsformer_model_fields, lipsformer_optim
 
 
 def get_config(arg=None):

@@ -25,8 +25,8 @@ Arguments: depth, attention (hopfield, dot_product), dataset (cifar10,
 cifar100), alpha, alpha_hidden (negative = alpha), epochs.
 """
 
-from configs import common
-from configs.hopfield_vit import table_10_config
+from vit_spectral.configs import common
+from vit_spectral.configs.hopfield_vit import table_10_config
 
 
 def get_config(arg=None):

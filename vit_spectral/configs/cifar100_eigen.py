@@ -31,8 +31,8 @@ ViT-Ti⁻ 66.62 / 56.58 / 33.99; ViT-Ti* 67.84 / 57.78 / 33.64; ViT-Ti-NS⁻
 ViT-Ti 67.22, ⁺ 65.65, ⁻ 66.76, * 69.05, NS⁻ 67.09, NS* 69.64.
 """
 
-from configs import common
-from configs.cifar_recipes import park_kim
+from vit_spectral.configs import common
+from vit_spectral.configs.cifar_recipes import park_kim
 from vit_spectral.models.segments import star_overrides
 
 # model argument -> (value_output of every layer, value_output of the first half)

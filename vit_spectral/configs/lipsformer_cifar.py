@@ -22,8 +22,8 @@ stable without warmup (a from-scratch ViT of this size typically ends near
 90% on CIFAR-10 with strong augmentation, which this recipe does not add).
 """
 
-from configs import common
-from configs.lipsformer_parts import lipsformer_model_fields, lipsformer_optim
+from vit_spectral.configs import common
+from vit_spectral.configs.lipsformer_parts import lipsformer_model_fields, lipsformer_optim
 from vit_spectral.data.statistics import dataset_statistics
 
 DATASETS = ("cifar10", "cifar100")

@@ -26,8 +26,8 @@ stochastic-depth (DropPath) rate, so we read it as drop_path=0.2 and keep plain
 dropout at 0 as in DeiT (`:dropout=0.2` gives the literal reading).
 """
 
-from configs import common
-from configs.imagenet_deit import deit_recipe
+from vit_spectral.configs import common
+from vit_spectral.configs.imagenet_deit import deit_recipe
 
 METHODS = ("baseline", "attn_scale", "feat_scale")
 

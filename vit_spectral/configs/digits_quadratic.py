@@ -16,8 +16,8 @@ and widths, 5% warmup, cosine, batch 100, dropout 0.1). Arguments
 steps.
 """
 
-from configs import common, digits_vit
-from configs.cifar10_quadratic import NO_DECAY_PATTERNS
+from vit_spectral.configs import common, digits_vit
+from vit_spectral.configs.cifar10_quadratic import NO_DECAY_PATTERNS
 
 
 def get_config(arg=None):

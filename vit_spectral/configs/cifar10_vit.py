@@ -16,7 +16,7 @@ training split), corrupted (TFDS corruption set, "" = none; default
 cifar10_corrupted), epochs, batch (0 = the recipe's), data_dir.
 """
 
-from configs import cifar_recipes
+from vit_spectral.configs import cifar_recipes
 
 
 def get_config(arg=None):

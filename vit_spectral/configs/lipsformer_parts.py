@@ -15,7 +15,7 @@ Theorem 2's product over the branches at most exp(κ).
 
 from __future__ import annotations
 
-from configs import common
+from vit_spectral.configs import common
 
 
 def residual_branches(depth: int, conv_block: bool) -> int:
