@@ -1,62 +1,98 @@
 #!/usr/bin/env bash
-# Starts `python train.py --distributed ARGS...` on every worker of a Cloud TPU
-# VM (a single host or a pod slice), optionally copying this checkout there and
-# installing it first.
+# Starts `train.py --distributed ARGS...` on every worker of a Cloud TPU VM (a
+# single host or a pod slice), from a virtual environment on each worker;
+# `--setup` first copies this checkout there and makes that environment.
 #
-#   launch/tpu_pod.sh --tpu=NAME --zone=ZONE [--project=P] [--setup] \
-#       [--repo_dir=vit_spectral] [--log=train.log] -- TRAIN_ARGS...
+#   launch/tpu_pod.sh --tpu=NAME --zone=ZONE [--project=P] [--setup]
+#       [--python=3.11] [--repo_dir=vit_spectral] [--venv=.venv] [--log=train.log]
+#       [--print_only] -- TRAIN_ARGS...
 #
 # e.g.
 #   launch/tpu_pod.sh --tpu=deit --zone=us-central2-b --setup -- \
-#       --config=configs/imagenet_deit.py \
+#       --config=imagenet_deit \
 #       --config.input.data_dir=gs://BUCKET/tfds --workdir=gs://BUCKET/deit_s
+#
+# --setup, on every worker: unpacks the checkout into --repo_dir (relative to
+# the home directory), installs `uv` with the system pip (`pip install --user`)
+# and makes the virtual environment --venv (relative to --repo_dir) with
+# `uv venv --python 3.11 --seed`. Stock TPU VM images ship Python 3.10, older
+# than the dependencies accept (jax, flax, orbax: >= 3.11); uv downloads a
+# standalone CPython build into ~/.local/share/uv, needing no root and no
+# apt repository, the same on every image. Then ONE `pip install -c
+# constraints.txt -e .[tpu]` installs the package with the tested set,
+# jax's TPU build (libtpu) included. Later launches skip --setup.
 #
 # Every worker runs the same command; `--distributed` makes train.py call
 # jax.distributed.initialize(), which finds the other workers through the TPU
-# metadata. Each worker reads its own slice of the data (per-process input)
-# and the trainer assembles the global batch from the slices. The workdir
-# must be on storage all workers see (gs://): checkpoints are written
-# collectively, and a rerun of the same command resumes from the latest one
-# (also after a preemption: orbax saves a checkpoint on the signal).
+# metadata. Each worker reads its own slice of the data and the trainer
+# assembles the global batch from the slices. The workdir must be on storage
+# all workers see (gs://): checkpoints are written collectively, and a rerun of
+# the same command resumes from the latest one (also after a preemption).
+# --print_only prints every command (local and gcloud) instead of running it.
 set -euo pipefail
 
-TPU="" ZONE="" PROJECT="" SETUP=0 REPO_DIR="vit_spectral" LOG="train.log"
+TPU="" ZONE="" PROJECT="" SETUP=0 PYTHON="3.11" REPO_DIR="vit_spectral" VENV=".venv"
+LOG="train.log" PRINT_ONLY=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --tpu=*) TPU="${1#*=}" ;;
     --zone=*) ZONE="${1#*=}" ;;
     --project=*) PROJECT="${1#*=}" ;;
     --setup) SETUP=1 ;;
+    --python=*) PYTHON="${1#*=}" ;;
     --repo_dir=*) REPO_DIR="${1#*=}" ;;
+    --venv=*) VENV="${1#*=}" ;;
     --log=*) LOG="${1#*=}" ;;
+    --print_only) PRINT_ONLY=1 ;;
     --) shift; break ;;
     *) echo "unknown option $1 (put train.py's arguments after --)" >&2; exit 2 ;;
   esac
   shift
 done
 if [[ -z "$TPU" || -z "$ZONE" ]]; then
-  echo "usage: $0 --tpu=NAME --zone=ZONE [--project=P] [--setup] -- TRAIN_ARGS..." >&2
+  echo "usage: $0 --tpu=NAME --zone=ZONE [--project=P] [--setup] [--print_only] -- TRAIN_ARGS..." >&2
   exit 2
 fi
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 GCLOUD=(gcloud compute tpus tpu-vm)
 COMMON=(--zone="$ZONE")
 [[ -n "$PROJECT" ]] && COMMON+=(--project="$PROJECT")
-ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+
+# Runs a command, or with --print_only prints it (shell-quoted) instead.
+run() {
+  if [[ "$PRINT_ONLY" == 1 ]]; then
+    printf '%q ' "$@" | sed 's/ $//'
+    echo
+  else
+    "$@"
+  fi
+}
+
+# One word for the remote shell.
+quote() { printf '%q' "$1"; }
+
+REPO_Q="$(quote "$REPO_DIR")"
+VENV_PYTHON="$(quote "$VENV")/bin/python"
 
 if [[ "$SETUP" == 1 ]]; then
-  # Ship the checkout (without workdirs and caches) to every worker, install it
-  # with the TPU build of jax.
-  ARCHIVE="$(mktemp -d)/vit_spectral.tar.gz"
-  tar -C "$ROOT" --exclude=.git --exclude=workdir --exclude='__pycache__' \
-      -czf "$ARCHIVE" .
-  "${GCLOUD[@]}" scp "$ARCHIVE" "$TPU:/tmp/vit_spectral.tar.gz" --worker=all "${COMMON[@]}"
-  "${GCLOUD[@]}" ssh "$TPU" --worker=all "${COMMON[@]}" --command="
-    set -e; mkdir -p $REPO_DIR && tar -xzf /tmp/vit_spectral.tar.gz -C $REPO_DIR
-    cd $REPO_DIR && python3 -m pip install -q -U 'jax[tpu]' && python3 -m pip install -q -e ."
+  if [[ "$PRINT_ONLY" == 1 ]]; then
+    ARCHIVE_DIR="${TMPDIR:-/tmp}/vit_spectral_launch"
+  else
+    ARCHIVE_DIR="$(mktemp -d)"
+    trap 'rm -rf "$ARCHIVE_DIR"' EXIT
+  fi
+  ARCHIVE="$ARCHIVE_DIR/vit_spectral.tar.gz"
+  run tar -C "$ROOT" --exclude=.git --exclude=workdir --exclude=__pycache__ \
+      --exclude=.venv --exclude='*.egg-info' --exclude=build -czf "$ARCHIVE" .
+  run "${GCLOUD[@]}" scp "$ARCHIVE" "$TPU:/tmp/vit_spectral.tar.gz" --worker=all "${COMMON[@]}"
+  run "${GCLOUD[@]}" ssh "$TPU" --worker=all "${COMMON[@]}" --command="set -e
+mkdir -p $REPO_Q && tar -xzf /tmp/vit_spectral.tar.gz -C $REPO_Q && cd $REPO_Q
+python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install --user --quiet uv
+python3 -m uv venv --python $(quote "$PYTHON") --seed --allow-existing $(quote "$VENV")
+$VENV_PYTHON -m pip install --quiet -c constraints.txt -e '.[tpu]'"
 fi
 
-# Quote each train.py argument for the remote shell.
 ARGS=""
-for arg in "$@"; do ARGS+=" $(printf '%q' "$arg")"; done
-"${GCLOUD[@]}" ssh "$TPU" --worker=all "${COMMON[@]}" --command="
-  cd $REPO_DIR && python3 train.py --distributed$ARGS 2>&1 | tee $LOG"
+for arg in "$@"; do ARGS+=" $(quote "$arg")"; done
+run "${GCLOUD[@]}" ssh "$TPU" --worker=all "${COMMON[@]}" --command="set -o pipefail
+cd $REPO_Q && $VENV_PYTHON train.py --distributed$ARGS 2>&1 | tee $(quote "$LOG")"

@@ -1,0 +1,171 @@
+"""launch/tpu_pod.sh against a fake `gcloud` on PATH, and both launchers' --print_only.
+
+The fake gcloud records each call's argv (and, for `scp`, the archive's file
+names). The train command sent over ssh is then run here by bash, in a fake
+home whose venv python records its argv: the quoting is checked by what
+train.py would receive, not by reading the string.
+"""
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TPU_POD = os.path.join(ROOT, "launch", "tpu_pod.sh")
+GPU_HOST = os.path.join(ROOT, "launch", "gpu_host.sh")
+# Arguments a shell would mangle: spaces, quotes, $(...), a glob, an empty one.
+TRICKY_ARGS = ["--config=digits_vit:steps=3", "--workdir=gs://bucket/run one",
+               "--config.model.name=it's $(touch pwned) *", ""]
+
+FAKE_GCLOUD = """#!{python}
+import json, os, sys, tarfile
+call = {{"argv": sys.argv[1:]}}
+if "scp" in sys.argv:
+  with tarfile.open(sys.argv[sys.argv.index("scp") + 1]) as archive:
+    call["archive"] = archive.getnames()
+with open(os.environ["FAKE_GCLOUD_LOG"], "a") as log:
+  log.write(json.dumps(call) + "\\n")
+"""
+
+RECORDING_PYTHON = """#!{python}
+import json, sys
+with open({record!r}, "w") as f:
+  json.dump(sys.argv[1:], f)
+print("training output")
+"""
+
+
+@pytest.fixture()
+def fake_gcloud(tmp_path):
+  """(environment with the fake gcloud first on PATH, its call log path)."""
+  bin_dir = tmp_path / "bin"
+  bin_dir.mkdir()
+  gcloud = bin_dir / "gcloud"
+  gcloud.write_text(FAKE_GCLOUD.format(python=sys.executable))
+  gcloud.chmod(0o755)
+  log = tmp_path / "gcloud_calls.jsonl"
+  env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+             FAKE_GCLOUD_LOG=str(log))
+  return env, log
+
+
+def launch(script, args, env=None):
+  return subprocess.run(["bash", script, *args], capture_output=True, text=True,
+                        env=env, check=False, timeout=60)
+
+
+def gcloud_calls(log):
+  return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def command_of(argv):
+  """The --command=... value of a recorded `gcloud ... ssh` call."""
+  commands = [a[len("--command="):] for a in argv if a.startswith("--command=")]
+  assert len(commands) == 1, argv
+  return commands[0]
+
+
+def test_tpu_setup_ships_checkout_and_installs_tpu_extra_once(fake_gcloud):
+  env, log = fake_gcloud
+  result = launch(TPU_POD, ["--tpu=pod", "--zone=us-central2-b", "--project=proj",
+                            "--setup", "--", "--config=digits_vit"], env)
+  assert result.returncode == 0, result.stderr
+  scp, setup, train = gcloud_calls(log)
+  common = ["--worker=all", "--zone=us-central2-b", "--project=proj"]
+
+  assert scp["argv"][:4] == ["compute", "tpus", "tpu-vm", "scp"]
+  assert scp["argv"][5:] == ["pod:/tmp/vit_spectral.tar.gz", *common]
+  shipped = {name.removeprefix("./") for name in scp["archive"]}
+  assert {"train.py", "constraints.txt", "pyproject.toml",
+          "vit_spectral/configs/digits_vit.py"} <= shipped
+  assert not any(name == ".git" or name.startswith(".git/") for name in shipped)
+
+  assert setup["argv"][:6] == ["compute", "tpus", "tpu-vm", "ssh", "pod", *common[:1]]
+  assert all(flag in setup["argv"] for flag in common)
+  lines = [shlex.split(line) for line in command_of(setup["argv"]).splitlines()]
+  venv_at = [i for i, words in enumerate(lines) if words[:4] == ["python3", "-m", "uv", "venv"]]
+  assert len(venv_at) == 1, lines
+  venv_line = lines[venv_at[0]]
+  assert venv_line[4:] == ["--python", "3.11", "--seed", "--allow-existing", ".venv"]
+  installs = [(i, words) for i, words in enumerate(lines)
+              if "install" in words and words[0] == ".venv/bin/python"]
+  assert len(installs) == 1, lines
+  install_at, install = installs[0]
+  assert install_at > venv_at[0]
+  assert install[1:4] == ["-m", "pip", "install"]
+  assert install[install.index("-c") + 1] == "constraints.txt"
+  assert install[-2:] == ["-e", ".[tpu]"]
+  assert "python3 train.py" not in command_of(train["argv"])
+
+
+def test_tpu_train_command_runs_venv_python_with_arguments_intact(fake_gcloud, tmp_path):
+  env, log = fake_gcloud
+  result = launch(TPU_POD, ["--tpu=pod", "--zone=z", "--", *TRICKY_ARGS], env)
+  assert result.returncode == 0, result.stderr
+  (train,) = gcloud_calls(log)
+  assert train["argv"][:5] == ["compute", "tpus", "tpu-vm", "ssh", "pod"]
+  assert "--worker=all" in train["argv"] and "--zone=z" in train["argv"]
+
+  # Play the worker: its home holds the checkout with a venv python that
+  # records the arguments it receives.
+  home = tmp_path / "home"
+  venv_bin = home / "vit_spectral" / ".venv" / "bin"
+  venv_bin.mkdir(parents=True)
+  record = tmp_path / "train_argv.json"
+  (venv_bin / "python").write_text(RECORDING_PYTHON.format(python=sys.executable,
+                                                           record=str(record)))
+  (venv_bin / "python").chmod(0o755)
+  worker = subprocess.run(["bash", "-c", command_of(train["argv"])], cwd=home,
+                          capture_output=True, text=True, check=False, timeout=60)
+  assert worker.returncode == 0, worker.stderr
+  assert json.loads(record.read_text()) == ["train.py", "--distributed", *TRICKY_ARGS]
+  assert (home / "vit_spectral" / "train.log").read_text() == "training output\n"
+  assert not (home / "pwned").exists() and not (home / "vit_spectral" / "pwned").exists()
+
+
+def test_tpu_print_only_prints_every_command_and_runs_no_gcloud(fake_gcloud):
+  env, log = fake_gcloud
+  result = launch(TPU_POD, ["--tpu=pod", "--zone=z", "--setup", "--print_only", "--",
+                            "--config=digits_vit"], env)
+  assert result.returncode == 0, result.stderr
+  assert not log.exists()
+  lines = result.stdout.splitlines()
+  assert [line.split()[0] for line in lines] == ["tar", "gcloud", "gcloud", "gcloud"]
+  assert [line.split()[4] for line in lines[1:]] == ["scp", "ssh", "ssh"]
+  assert "uv venv --python 3.11 --seed" in lines[2]
+  assert ".venv/bin/python train.py --distributed --config=digits_vit" in lines[3]
+
+
+def test_gpu_host_print_only_makes_venv_and_installs_cuda12_extra_once(tmp_path):
+  result = launch(GPU_HOST, ["--setup", "--gpus=0,1", "--print_only", "--",
+                             "--config=digits_vit", "--workdir=work dir/c100"])
+  assert result.returncode == 0, result.stderr
+  venv = os.path.join(ROOT, ".venv")
+  lines = [shlex.split(line) for line in result.stdout.splitlines()]
+  assert ["python3", "-m", "uv", "venv", "--python", "3.11", "--seed",
+          "--allow-existing", venv] in lines
+  installs = [words for words in lines if "install" in words and words[0].startswith(venv)]
+  assert installs == [[f"{venv}/bin/python", "-m", "pip", "install", "--quiet", "-c",
+                       os.path.join(ROOT, "constraints.txt"), "-e", f"{ROOT}[cuda12]"]]
+  assert ["export", "CUDA_VISIBLE_DEVICES=0,1"] in lines
+  assert lines[-1] == ["exec", f"{venv}/bin/python", os.path.join(ROOT, "train.py"),
+                       "--config=digits_vit", "--workdir=work dir/c100"]
+
+
+def test_gpu_host_without_setup_or_venv_says_to_run_setup(tmp_path):
+  result = launch(GPU_HOST, [f"--venv={tmp_path}/no_venv", "--", "--config=digits_vit"])
+  assert result.returncode == 2
+  assert "--setup" in result.stderr
+
+
+@pytest.mark.parametrize("script", [TPU_POD, GPU_HOST])
+def test_launchers_reject_unknown_options(script):
+  result = launch(script, ["--tpu=pod", "--zone=z", "--bogus"]
+                  if script == TPU_POD else ["--bogus"])
+  assert result.returncode == 2
+  assert "unknown option --bogus" in result.stderr
