@@ -19,7 +19,12 @@ TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 PIP=(--quiet --disable-pip-version-check)
 
-python -m pip wheel "${PIP[@]}" --no-deps --wheel-dir "$TMP/dist" "$ROOT"
+# Build from a clean copy: setuptools builds in the source tree, and a stale
+# build/ there could put modules into the wheel that the checkout no longer has.
+mkdir "$TMP/src"
+tar -C "$ROOT" --exclude=.git --exclude=build --exclude='*.egg-info' --exclude=workdir \
+    --exclude=.venv --exclude=__pycache__ -cf - . | tar -C "$TMP/src" -xf -
+python -m pip wheel "${PIP[@]}" --no-deps --wheel-dir "$TMP/dist" "$TMP/src"
 WHEEL=("$TMP"/dist/vit_spectral-*.whl)
 echo "built ${WHEEL[0]##*/}"
 WHEELHOUSE="${VIT_SPECTRAL_WHEELHOUSE:-${XDG_CACHE_HOME:-$HOME/.cache}/vit_spectral/wheels}"
