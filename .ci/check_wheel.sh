@@ -16,8 +16,10 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 TMP="$(mktemp -d)"
-trap 'rm -rf "$TMP"' EXIT
+trap 'rm -rf "$TMP"; elapsed "removed the temporary venv"' EXIT
 PIP=(--quiet --disable-pip-version-check)
+START=$SECONDS
+elapsed() { echo "[check_wheel] $1 at $((SECONDS - START)) s"; }
 
 # Build from a clean copy: setuptools builds in the source tree, and a stale
 # build/ there could put modules into the wheel that the checkout no longer has.
@@ -26,19 +28,31 @@ tar -C "$ROOT" --exclude=.git --exclude=build --exclude='*.egg-info' --exclude=w
     --exclude=.venv --exclude=__pycache__ -cf - . | tar -C "$TMP/src" -xf -
 python -m pip wheel "${PIP[@]}" --no-deps --wheel-dir "$TMP/dist" "$TMP/src"
 WHEEL=("$TMP"/dist/vit_spectral-*.whl)
-echo "built ${WHEEL[0]##*/}"
+elapsed "built ${WHEEL[0]##*/}"
 WHEELHOUSE="${VIT_SPECTRAL_WHEELHOUSE:-${XDG_CACHE_HOME:-$HOME/.cache}/vit_spectral/wheels}"
 mkdir -p "$WHEELHOUSE"
-python -m pip download "${PIP[@]}" -c "$ROOT/constraints.txt" --dest "$WHEELHOUSE" "${WHEEL[0]}"
-rm -f "$WHEELHOUSE"/vit_spectral-*.whl  # the wheel under test is installed by path
 python -m venv "$TMP/venv"
-"$TMP/venv/bin/python" -m pip install "${PIP[@]}" --no-index --find-links "$WHEELHOUSE" \
-    -c "$ROOT/constraints.txt" "${WHEEL[0]}"
+install_from_wheelhouse() {
+  # --no-compile: byte-compiling all of TensorFlow costs minutes; Python
+  # compiles the modules it imports.
+  "$TMP/venv/bin/python" -m pip install "${PIP[@]}" --no-compile --no-index \
+      --find-links "$WHEELHOUSE" -c "$ROOT/constraints.txt" "${WHEEL[0]}"
+}
+# pip resolves everything before it installs anything, so a wheelhouse that
+# lacks a pinned wheel fails without touching the venv: fetch it, then install.
+if ! install_from_wheelhouse 2>"$TMP/wheelhouse.err"; then
+  echo "the wheelhouse $WHEELHOUSE lacks wheels ($(grep -m1 ERROR "$TMP/wheelhouse.err")); downloading"
+  python -m pip download "${PIP[@]}" -c "$ROOT/constraints.txt" --dest "$WHEELHOUSE" "${WHEEL[0]}"
+  rm -f "$WHEELHOUSE"/vit_spectral-*.whl  # the wheel under test is installed by path
+  install_from_wheelhouse
+fi
+elapsed "installed it into a new venv"
 
 mkdir "$TMP/elsewhere"
 cp "$ROOT/.ci/check_installed.py" "$TMP/"
 cd "$TMP/elsewhere"
 "$TMP/venv/bin/python" "$TMP/check_installed.py" "$ROOT"
+elapsed "checked modules, recipes and models"
 "$TMP/venv/bin/vit-spectral-train" --config=digits_vit:steps=20 \
     --config.optim.warmup_steps=5 --config.log_every=10 --config.eval_every=20 \
     --config.checkpoint_every=20 --workdir="$TMP/workdir"
@@ -46,4 +60,4 @@ if ! ls "$TMP/workdir" | grep -q .; then
   echo "vit-spectral-train wrote nothing to its workdir $TMP/workdir" >&2
   exit 1
 fi
-echo "installed wheel: trained 20 digits steps into $(ls "$TMP/workdir" | tr '\n' ' ')"
+elapsed "trained 20 digits steps with the installed vit-spectral-train into $(ls "$TMP/workdir" | tr '\n' ' ')"
