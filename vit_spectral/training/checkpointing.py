@@ -10,6 +10,7 @@ import os
 from typing import Any
 
 import jax
+import numpy as np
 import orbax.checkpoint as ocp
 
 
@@ -62,7 +63,8 @@ def latest_params(workdir: str, step: int | None = None,
   """The parameters saved in a trainer workdir, as host arrays, and their step.
 
   For analysis and notebooks: no model, optimizer or mesh is needed, the tree is
-  read as stored. `key="ema_params"` reads the EMA parameters of recipes that
+  read as stored (NumPy arrays), also where other devices or several processes
+  wrote it. `key="ema_params"` reads the EMA parameters of recipes that
   keep them.
 
   Raises:
@@ -77,7 +79,12 @@ def latest_params(workdir: str, step: int | None = None,
     raise FileNotFoundError(f"no checkpoint {'' if step is None else f'at step {step} '}"
                             f"under {directory} (steps there: {sorted(steps)})")
   step = max(steps) if step is None else step
-  state = ocp.StandardCheckpointer().restore(os.path.join(directory, str(step), "default"))
+  path = os.path.join(directory, str(step), "default")
+  # A NumPy target: read onto the host, whatever devices and processes wrote it
+  # (without a target orbax looks for the writers' devices and fails elsewhere).
+  stored = ocp.StandardCheckpointer().metadata(path).item_metadata.tree
+  target = jax.tree_util.tree_map(lambda leaf: np.empty(leaf.shape, leaf.dtype), stored)
+  state = ocp.StandardCheckpointer().restore(path, target)
   if state.get(key) is None:
     raise KeyError(f"the checkpoint at step {step} has no {key!r} (keys: {sorted(state)})")
   return state[key], step
