@@ -12,11 +12,13 @@
   sharding        mesh, parameter and batch shardings
   checkpointing   orbax CheckpointManager wrapper, `latest_params`
   config_checks   builds every section, cross-section checks, eval_shape of init
+  distributed     jax.distributed.initialize from the command line's cluster flags
+  dry_run         compiles the sharded train step on abstract inputs (--dry_run)
 
 Submodules are imported on use (`from vit_spectral.training import trainer`).
 """
 
 __all__ = [
-    "checkpointing", "config_checks", "durations", "ema", "mixing", "optim",
+    "checkpointing", "config_checks", "distributed", "dry_run", "durations", "ema", "mixing", "optim",
     "robustness", "run_settings", "sharding", "steps", "train_state", "trainer",
 ]
