@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from typing import Any
 
 import tensorflow as tf
@@ -274,8 +275,19 @@ def _decode(builder: tfds.core.DatasetBuilder, image_bytes: tf.Tensor):
 
 
 def _options() -> tf.data.Options:
+  """Deterministic order; fixed parallelism instead of tf.data's autotuner.
+
+  The autotuner runs a background optimisation thread per iterator, and
+  destroying the iterator waits for its current pass: after the 2000-step
+  digits run that wait was 16 s at the trainer's return (0.2 s without it),
+  and it grows with the run (the process exited about 50 s after its last
+  step). Without it, `num_parallel_calls=AUTOTUNE` runs `initial_parallelism`
+  threads: one per CPU core, as an input host dedicated to training wants.
+  """
   options = tf.data.Options()
   options.deterministic = True
+  options.autotune.enabled = False
+  options.autotune.initial_parallelism = os.cpu_count() or 1
   return options
 
 
