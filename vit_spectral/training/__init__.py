@@ -12,11 +12,12 @@
   sharding        mesh, parameter and batch shardings
   checkpointing   orbax CheckpointManager wrapper, `latest_params`
   config_checks   builds every section, cross-section checks, eval_shape of init
+  dry_run         `train.py --dry_run`: the sharded step compiled without data
 
 Submodules are imported on use (`from vit_spectral.training import trainer`).
 """
 
 __all__ = [
-    "checkpointing", "config_checks", "durations", "ema", "mixing", "optim",
+    "checkpointing", "config_checks", "dry_run", "durations", "ema", "mixing", "optim",
     "robustness", "run_settings", "sharding", "steps", "train_state", "trainer",
 ]
