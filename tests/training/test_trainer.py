@@ -29,6 +29,7 @@ def tiny_config(**over):
 def test_masked_eval_counts_each_test_example_exactly_once(eval_batch_size):
   config = tiny_config()
   config.input.eval_batch_size = eval_batch_size
+  config.optim.warmup_steps = 1  # < the 6 steps (validate_config checks it)
   input_config = config_checks.validate_config(config).input  # what the trainer uses
   assert input_config.eval_batch_size == -(-eval_batch_size // 8) * 8
   mesh = sharding.make_mesh(config.mesh)
