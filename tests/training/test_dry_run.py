@@ -4,7 +4,7 @@ mesh, without data; bad batches stop it with one line.
 
 The dry runs go in two subprocesses (one per core) with 16 fake CPU devices
 (this file run as a script), meshes on the first n of them: compiled on 16,
-checked and lowered on 1, 2, 4 and 8. Only depth (1 block) and image size (at
+planned (every check that depends on the device count) on 1, 2, 4 and 8. Only depth (1 block) and image size (at
 most 32²) are shrunk, for compile time; batches and meshes are the recipes'.
 No shipped recipe sets a model axis (config.mesh.model is 1 in all).
 """
@@ -34,8 +34,9 @@ def shrunk_config(name: str):
 def dry_run_recipes(shard: int, num_shards: int):
   """Prints one JSON line per (recipe, device count) of every num_shards-th
   recipe from `shard`: on 16 devices the full dry run (compiled), on fewer
-  its checks and lowering (`dry_run.lower`), which is what depends on the
-  device count (the compile is XLA's and takes 4x longer)."""
+  what depends on the device count (`dry_run.plan`: batches, mesh, parameter
+  shardings; tracing and compiling cost far more and depend on it only
+  through those)."""
   import jax  # noqa: PLC0415
   jax.config.update("jax_disable_most_optimizations", True)
   from vit_spectral.configs import recipe_names  # noqa: PLC0415
@@ -51,7 +52,7 @@ def dry_run_recipes(shard: int, num_shards: int):
                      eval_batch=report.eval_batch_size, params=report.num_params,
                      flops=report.flops, memory=report.memory)
         else:
-          step = dry_run.lower(shrunk_config(name), jax.devices()[:count])
+          step = dry_run.plan(shrunk_config(name), jax.devices()[:count])
           row.update(mesh=dict(step.mesh.shape), batch=step.sections.input.batch_size,
                      eval_batch=step.sections.input.eval_batch_size,
                      params=step.num_params)

@@ -4,7 +4,7 @@ without data, without writing anything, in the time of one compile.
   report = dry_run(config)                        # all devices
   report = dry_run(config, jax.devices()[:4])     # a mesh on the first 4
   print(report.summary())
-  lower(config, devices).lowered                  # every check but XLA's
+  plan(config, devices)                           # device-count checks only
 
 Steps: `config_checks.validate_config` (every field; the train batch must split
 over the data-parallel devices, the eval batch is rounded up), the mesh on the
@@ -100,29 +100,40 @@ def abstract_batch(batch_size: int, image_shape: tuple[int, ...],
 
 
 @dataclasses.dataclass(frozen=True)
-class LoweredStep:
-  """The sharded train step of a config, lowered on abstract inputs (`lower`).
+class Plan:
+  """A config's sharded train step on a mesh, ready to lower (`plan`).
 
   Attributes:
     sections: the config's typed sections (eval batch rounded to the mesh).
     mesh: the device mesh.
     meta: the data set as the model sees it (`input_pipeline.planned_meta`).
     total_steps: the run's optimizer steps (epochs converted).
-    num_params: parameters of the model.
-    lowered: the step lowered to StableHLO with its shardings (`.compile()`).
+    steps: the trainer's jitted steps and abstract state (`trainer.sharded_steps`).
+    state: the TrainState as ShapeDtypeStructs with their shardings.
+    batch: the train batch likewise (`abstract_batch`).
   """
 
   sections: run_settings.TrainingSettings
   mesh: jax.sharding.Mesh
   meta: input_pipeline.DatasetMeta
   total_steps: int
-  num_params: int
-  lowered: Any
+  steps: trainer.ShardedSteps
+  state: Any
+  batch: dict[str, jax.ShapeDtypeStruct]
+
+  @property
+  def num_params(self) -> int:
+    return trainer.count_params(self.state.params)
+
+  def lower(self):
+    """The train step lowered to StableHLO with its shardings (`.compile()`)."""
+    return self.steps.train_step.lower(self.state, self.batch)
 
 
-def lower(config: Any, devices: Sequence[jax.Device] | None = None) -> LoweredStep:
-  """Validates `config` and lowers its sharded train step on a mesh over
-  `devices` (default: all): every check but XLA's, in a fraction of a compile.
+def plan(config: Any, devices: Sequence[jax.Device] | None = None) -> Plan:
+  """Validates `config` and lays its train step out on a mesh over `devices`
+  (default: all): every check that depends on the device count (batches,
+  mesh, parameter shardings), without tracing the step.
 
   Raises:
     ValueError: an invalid field (one line naming it), including a train
@@ -136,26 +147,24 @@ def lower(config: Any, devices: Sequence[jax.Device] | None = None) -> LoweredSt
   run, optim_settings = durations.resolve(
       sections.run, sections.optim, batch_size=sections.input.batch_size,
       num_train_examples=meta.num_train_examples)
-  jitted = trainer.sharded_steps(config.model, run, optim_settings, sections.mixup,
-                                 mesh, meta, batch_size=sections.input.batch_size)
+  steps = trainer.sharded_steps(config.model, run, optim_settings, sections.mixup,
+                                mesh, meta, batch_size=sections.input.batch_size)
   state = jax.tree_util.tree_map(
       lambda leaf, s: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=s),
-      jitted.abstract_state, jitted.state_sharding)
-  batch = abstract_batch(sections.input.batch_size, meta.image_shape, mesh)
-  return LoweredStep(sections, mesh, meta, run.total_steps,
-                     trainer.count_params(jitted.abstract_state.params),
-                     jitted.train_step.lower(state, batch))
+      steps.abstract_state, steps.state_sharding)
+  return Plan(sections, mesh, meta, run.total_steps, steps, state,
+              abstract_batch(sections.input.batch_size, meta.image_shape, mesh))
 
 
 def dry_run(config: Any, devices: Sequence[jax.Device] | None = None) -> DryRunReport:
-  """`lower`, then compiles the step: what `train.py --dry_run` prints.
+  """`plan`, then lowers and compiles the step: what `train.py --dry_run` prints.
 
   Raises:
-    as `lower`.
+    as `plan`.
   """
-  step = lower(config, devices)
+  step = plan(config, devices)
   start = time.perf_counter()
-  compiled = step.lowered.compile()
+  compiled = step.lower().compile()
   compile_seconds = time.perf_counter() - start
   return DryRunReport(
       mesh_shape=dict(step.mesh.shape), batch_size=step.sections.input.batch_size,
