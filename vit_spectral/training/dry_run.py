@@ -44,7 +44,10 @@ class DryRunReport:
     total_steps: the run's optimizer steps (epochs converted).
     num_params: parameters of the model (not counting optimizer state or EMA).
     flops: XLA's estimate of the FLOPs of one train step on one device (None
-      where the backend gives no cost analysis).
+      where the backend gives no cost analysis). XLA counts a loop's body
+      once: with a scanned encoder, that is one block of `scanned_depth`.
+    scanned_depth: the encoder's depth when it is a scan over >1 blocks
+      (model.encoder_mode="scan"), else None.
     memory: bytes per device of the compiled step: argument, output, temp,
       alias (outputs written into donated arguments) and total = argument +
       output + temp - alias.
@@ -58,6 +61,7 @@ class DryRunReport:
   total_steps: int
   num_params: int
   flops: float | None
+  scanned_depth: int | None
   memory: dict[str, int]
   compile_seconds: float
 
@@ -65,15 +69,19 @@ class DryRunReport:
     """A few lines for the terminal."""
     mesh = " x ".join(f"{axis} {size}" for axis, size in self.mesh_shape.items())
     flops = "unknown (no cost analysis)" if self.flops is None else f"{self.flops:.4g}"
+    if self.flops is not None and self.scanned_depth:
+      flops += (f" (XLA counts the scanned encoder's body once: 1 of its "
+                f"{self.scanned_depth} blocks; --config.model.encoder_mode=loop "
+                "counts all)")
     memory = ", ".join(f"{k} {_gib(v)}" for k, v in self.memory.items() if k != "total")
     return "\n".join([
-        f"dry run: the config compiles on {_prod(self.mesh_shape)} "
-        f"devices (mesh {mesh}) in {self.compile_seconds:.1f} s",
+        f"dry run: the config compiles on a mesh of {mesh} (devices: "
+        f"{_prod(self.mesh_shape)}) in {self.compile_seconds:.1f} s",
         f"data: {self.meta.name}, {self.meta.num_classes} classes, images "
         f"{'x'.join(map(str, self.meta.image_shape))}, {self.total_steps} train steps",
         f"batch: {self.batch_size} train, {self.eval_batch_size} eval (global)",
         f"parameters: {self.num_params:,}",
-        f"FLOPs per step: {flops} per device",
+        f"FLOPs per step and device: {flops}",
         f"memory per device: {_gib(self.memory['total'])} ({memory})",
     ])
 
@@ -170,8 +178,14 @@ def dry_run(config: Any, devices: Sequence[jax.Device] | None = None) -> DryRunR
       mesh_shape=dict(step.mesh.shape), batch_size=step.sections.input.batch_size,
       eval_batch_size=step.sections.input.eval_batch_size, meta=step.meta,
       total_steps=step.total_steps, num_params=step.num_params,
-      flops=_flops(compiled), memory=_memory(compiled),
+      flops=_flops(compiled), scanned_depth=_scanned_depth(step.steps.model),
+      memory=_memory(compiled),
       compile_seconds=compile_seconds)
+
+
+def _scanned_depth(model) -> int | None:
+  scanned = model.encoder_mode == "scan" and model.depth > 1
+  return model.depth if scanned else None
 
 
 def _flops(compiled) -> float | None:

@@ -117,6 +117,7 @@ class ShardedSteps:
   """The model's state and steps, laid out on a mesh (`sharded_steps`).
 
   Attributes:
+    model: the ViT (`models.build_model`).
     init: rng -> TrainState (params, optimizer state, EMA copy).
     init_rng: the key `init` takes (from config.seed).
     abstract_state: jax.eval_shape of init: ShapeDtypeStructs, no memory.
@@ -127,6 +128,7 @@ class ShardedSteps:
     eval_step: jitted (params, batch + "mask": (B,) bool) -> EvalMetrics.
   """
 
+  model: Any
   init: Callable[[jax.Array], TrainState]
   init_rng: jax.Array
   abstract_state: TrainState
@@ -175,8 +177,8 @@ def sharded_steps(model_config, run: RunSettings, optim_settings: optim.OptimSet
   eval_step = jax.jit(functools.partial(steps.eval_step, model=model),
                       in_shardings=(state_sharding.params, data_sharding),
                       out_shardings=repl)
-  return ShardedSteps(init, init_rng, abstract_state, state_sharding, train_step,
-                      eval_step)
+  return ShardedSteps(model, init, init_rng, abstract_state, state_sharding,
+                      train_step, eval_step)
 
 
 def train_and_evaluate(config, workdir: str) -> dict[str, float]:
