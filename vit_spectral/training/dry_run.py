@@ -19,6 +19,7 @@ parameter count, XLA's FLOP count of one step and each device's memory.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from typing import Any, Sequence
 
@@ -76,7 +77,7 @@ class DryRunReport:
     memory = ", ".join(f"{k} {_gib(v)}" for k, v in self.memory.items() if k != "total")
     return "\n".join([
         f"dry run: the config compiles on a mesh of {mesh} (devices: "
-        f"{_prod(self.mesh_shape)}) in {self.compile_seconds:.1f} s",
+        f"{math.prod(self.mesh_shape.values())}) in {self.compile_seconds:.1f} s",
         f"data: {self.meta.name}, {self.meta.num_classes} classes, images "
         f"{'x'.join(map(str, self.meta.image_shape))}, {self.total_steps} train steps",
         f"batch: {self.batch_size} train, {self.eval_batch_size} eval (global)",
@@ -84,13 +85,6 @@ class DryRunReport:
         f"FLOPs per step and device: {flops}",
         f"memory per device: {_gib(self.memory['total'])} ({memory})",
     ])
-
-
-def _prod(shape: dict[str, int]) -> int:
-  product = 1
-  for size in shape.values():
-    product *= size
-  return product
 
 
 def _gib(num_bytes: int) -> str:
