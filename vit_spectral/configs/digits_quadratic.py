@@ -5,7 +5,8 @@ Launch (CPU, a few minutes on 2 cores):
   python train.py --config=configs/digits_quadratic.py --workdir=workdir/digits_quadratic
 
 Expected: >= 95% test accuracy on the 360 held-out digits (the target; the
-paper's CIFAR-10 model reaches 93.8%); seed 0 reached 98.3%. `python benchmarks/attention_conv.py` trains
+paper's CIFAR-10 model reaches 93.8%); seed 0 reached 98.3% at batch 100, 97.2%
+at batch 128. `python benchmarks/attention_conv.py` trains
 it and plots the attention centres.
 
 Model: 2×2 space-to-depth stem on the 8×8 image (4×4 = 16 tokens), no CLS token,
