@@ -94,7 +94,10 @@ def main(argv):
                jax.process_count(), jax.local_device_count(), jax.devices())
   if _DRY_RUN.value:
     from vit_spectral.training import dry_run  # pylint: disable=import-outside-toplevel
-    print(dry_run.dry_run(_CONFIG.value).summary())
+    try:
+      print(dry_run.dry_run(_CONFIG.value).summary())
+    except (ValueError, FileNotFoundError) as e:  # invalid field, data set unknown
+      sys.exit(f"dry run failed: {e}")
     return
   from vit_spectral.training import trainer  # pylint: disable=import-outside-toplevel
   workdir = _WORKDIR.value or os.path.join("workdir", config_name())

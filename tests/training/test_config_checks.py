@@ -1,11 +1,15 @@
 """Bad configs are rejected before anything compiles, naming the field."""
 
+import dataclasses
+import logging
+
 import pytest
 
 from vit_spectral.configs import digits_vit
 from vit_spectral.training import config_checks
 from vit_spectral.data import DatasetNotPreparedError
 from vit_spectral.training import trainer
+from vit_spectral.training.run_settings import training_settings
 
 
 def test_the_default_config_is_valid():
@@ -26,7 +30,7 @@ def test_the_default_config_is_valid():
     (lambda c: setattr(c.model, "dtype", "float8"), "model.dtype='float8'"),
     (lambda c: setattr(c.optim, "name", "lion"), "optim.name='lion'"),
     (lambda c: setattr(c.optim, "learning_rate", -1.0), "optim.learning_rate"),
-    (lambda c: setattr(c.input, "batch_size", 100), "input.batch_size=100 must be divisible by the 8"),
+    (lambda c: setattr(c.input, "batch_size", 100), "input.batch_size=100 must be a multiple of 8 .*nearest valid sizes are 96 or 104$"),
     (lambda c: setattr(c.input, "train_augment", "autoaugment"), "input.train_augment='autoaugment'"),
     (lambda c: setattr(c, "num_epochs", 3), "exactly one of config.total_steps and config.num_epochs"),
     # optim
@@ -86,6 +90,41 @@ def test_invalid_values_name_the_field(change, match):
   with pytest.raises(ValueError, match=match) as raised:
     config_checks.validate_config(config)
   assert "\n" not in str(raised.value)  # one line, as the user reads it
+
+
+@pytest.mark.parametrize("batch,mesh,devices,processes,match", [
+    (100, {}, 16, 1, r"multiple of 16 \(the 16 data-parallel devices .* on 16 devices\); "
+                     "the nearest valid sizes are 96 or 112$"),
+    (4, {}, 8, 1, "multiple of 8 .*the nearest valid sizes are 8$"),
+    (30, {"model": 2}, 8, 1, r"multiple of 4 \(the 4 data-parallel devices of "
+                            r"config.mesh=\{'data': -1, 'model': 2\} on 8 devices\); .*28 or 32$"),
+    # 2 processes of 2 devices each, and a (1, 4) mesh: rows must split per process.
+    (3, {"data": 1, "model": 4}, 4, 2, "multiple of 2 .* and the 2 processes.*2 or 4$"),
+])
+def test_a_train_batch_that_does_not_split_names_the_nearest_sizes(batch, mesh, devices,
+                                                                   processes, match):
+  config = digits_vit.get_config()
+  config.input.batch_size = batch
+  settings = training_settings(config)
+  mesh_settings = dataclasses.replace(settings.mesh, **mesh)
+  with pytest.raises(ValueError, match=r"^input.batch_size=.*" + match):
+    config_checks.check_train_batch(settings.input, mesh_settings, devices, processes)
+
+
+def test_the_eval_batch_is_rounded_up_to_the_mesh_and_logged(caplog):
+  config = digits_vit.get_config()
+  config.input.eval_batch_size = 250  # 8 devices: 256
+  with caplog.at_level(logging.INFO):
+    sections = config_checks.validate_config(config)
+  assert sections.input.eval_batch_size == 256
+  assert [r.getMessage() for r in caplog.records if "eval_batch_size" in r.getMessage()] == [
+      "input.eval_batch_size=250 rounded up to 256, a multiple of the 8 data-parallel "
+      "devices of config.mesh={'data': -1, 'model': 1} on 8 devices (the padding is "
+      "masked: every example counts once)"]
+  assert config_checks.validate_config(config, num_devices=2).input.eval_batch_size == 250
+  settings = training_settings(config)
+  rounded = config_checks.round_eval_batch(settings.input, settings.mesh, 4, 3)
+  assert rounded.eval_batch_size == 252  # lcm(4 devices, 3 processes) = 12
 
 
 def test_unknown_config_argument_lists_the_valid_ones():

@@ -13,6 +13,7 @@ from vit_spectral.data.input_pipeline import (
     create_train_dataset,
     dataset_meta,
     get_builder,
+    planned_meta,
     stream_start,
     train_split,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "dataset_statistics",
     "get_builder",
     "input_settings",
+    "planned_meta",
     "stream_start",
     "train_split",
 ]

@@ -32,6 +32,14 @@ from vit_spectral.data.input_settings import (  # noqa: F401
 
 # Data sets we ship configs/recipes for; any other prepared TFDS name works.
 SHIPPED_DATASETS = ("digits", "cifar10", "cifar100", "imagenet2012")
+# Their split sizes (the TFDS catalog's; digits.py's), for `planned_meta`.
+SHIPPED_SPLIT_SIZES = {
+    "digits": {"train": digits_lib.NUM_TRAIN_EXAMPLES,
+               "test": digits_lib.NUM_TEST_EXAMPLES},
+    "cifar10": {"train": 50_000, "test": 10_000},
+    "cifar100": {"train": 50_000, "test": 10_000},
+    "imagenet2012": {"train": 1_281_167, "validation": 50_000},
+}
 
 # Independent random streams derived from the user's seed, so that changing
 # how examples are shuffled never changes how they are augmented and v.v.
@@ -122,6 +130,31 @@ def _check_features(dataset: str, builder: tfds.core.DatasetBuilder) -> None:
     )
 
 
+def unprepared_builder(
+    dataset: str, data_dir: str | None = None
+) -> tfds.core.DatasetBuilder:
+  """The TFDS builder of `dataset`, prepared or not (its features are known
+  from code; reading needs `get_builder`).
+
+  Raises:
+    ValueError: unknown TFDS name, or no `image`/`label` features.
+  """
+  if dataset == "digits":
+    builder = digits_lib.Digits(data_dir=data_dir)
+  else:
+    try:
+      # try_gcs=False: never look for the data set on the network here.
+      builder = tfds.builder(dataset, data_dir=data_dir, try_gcs=False)
+    except tfds.core.registered.DatasetNotFoundError as e:
+      raise ValueError(
+          f"config.input.dataset={dataset!r} is not a known TFDS data set. "
+          f"We ship recipes for {', '.join(SHIPPED_DATASETS)}; any other "
+          "registered TFDS name with `image` and `label` features also works."
+      ) from e
+  _check_features(dataset, builder)
+  return builder
+
+
 def get_builder(
     dataset: str, data_dir: str | None = None, download: bool = False
 ) -> tfds.core.DatasetBuilder:
@@ -144,26 +177,14 @@ def get_builder(
     DatasetNotPreparedError: not prepared and `download` is False. Raised
       without touching the network, so within seconds.
   """
+  builder = unprepared_builder(dataset, data_dir)
   if dataset == "digits":
-    builder = digits_lib.Digits(data_dir=data_dir)
-    _check_features(dataset, builder)
     if not builder.is_prepared():
       # Nothing to fetch; disabling the GCS probe keeps this fully offline.
       builder.download_and_prepare(
           download_config=tfds.download.DownloadConfig(try_download_gcs=False)
       )
     return builder
-
-  try:
-    # try_gcs=False: never look for the data set on the network here.
-    builder = tfds.builder(dataset, data_dir=data_dir, try_gcs=False)
-  except tfds.core.registered.DatasetNotFoundError as e:
-    raise ValueError(
-        f"config.input.dataset={dataset!r} is not a known TFDS data set. "
-        f"We ship recipes for {', '.join(SHIPPED_DATASETS)}; any other "
-        "registered TFDS name with `image` and `label` features also works."
-    ) from e
-  _check_features(dataset, builder)
   if not builder.is_prepared():
     if not download:
       raise DatasetNotPreparedError(_not_prepared_message(dataset, builder))
@@ -332,6 +353,44 @@ def dataset_meta(cfg: InputSettings | Any) -> DatasetMeta:
       num_eval_examples=_num_examples(
           _read_records(builder, cfg.eval_split), "config.input.eval_split"
       ),
+  )
+
+
+def _shipped_split_size(builder: tfds.core.DatasetBuilder, split: str,
+                        field: str) -> int:
+  sizes = SHIPPED_SPLIT_SIZES.get(builder.name, {})
+  if split not in sizes:
+    raise DatasetNotPreparedError(
+        f"config.input.{field}={split!r} of {builder.name!r}: its size is known "
+        f"only from the prepared data set (known without it: "
+        f"{ {name: sorted(s) for name, s in SHIPPED_SPLIT_SIZES.items()} }). "
+        + _not_prepared_message(builder.name, builder))
+  return sizes[split]
+
+
+def planned_meta(cfg: InputSettings | Any) -> DatasetMeta:
+  """The DatasetMeta of `cfg` without reading or preparing anything.
+
+  Classes and channels come from the TFDS builder's features (defined in
+  code); example counts from the prepared data set's metadata where it is
+  prepared, else from SHIPPED_SPLIT_SIZES (unsliced splits of the shipped
+  data sets, cut to `train_fraction` as `train_split` does). For checking a
+  run before the data is there (`train.py --dry_run`).
+
+  Raises:
+    DatasetNotPreparedError: not prepared, and the split's size is not known.
+  """
+  cfg = input_settings(cfg)
+  builder = unprepared_builder(cfg.dataset, cfg.data_dir)
+  if builder.is_prepared():
+    return dataset_meta(cfg)
+  num_train = _shipped_split_size(builder, cfg.train_split, "train_split")
+  return DatasetMeta(
+      name=cfg.dataset,
+      num_classes=builder.info.features["label"].num_classes,
+      image_shape=(cfg.image_size, cfg.image_size, _channels(builder)),
+      num_train_examples=max(int(round(cfg.train_fraction * num_train)), 1),
+      num_eval_examples=_shipped_split_size(builder, cfg.eval_split, "eval_split"),
   )
 
 

@@ -5,14 +5,24 @@ holds the checks); what needs two sections is checked here; the model is
 checked by `jax.eval_shape` of its init on one image, which traces every
 module (patch size vs. image size, heads vs. width, block and attention
 options raise there, naming the field) without compiling anything.
+
+Batches against the mesh: the train batch must split evenly over the
+data-parallel devices and the processes (the error names the nearest valid
+sizes); the eval batch is rounded up to do so (`round_eval_batch`), which the
+trainer uses through `validate_config`'s result.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import jax
 import jax.numpy as jnp
+from absl import logging
 
 from vit_spectral import settings as settings_lib
+from vit_spectral.data.input_settings import InputSettings
 from vit_spectral.models.build import build_model
 from vit_spectral.training.optim import check_schedule_length
 from vit_spectral.training.run_settings import TrainingSettings, training_settings
@@ -30,25 +40,64 @@ def validate_model(model_config, image_size: int, channels: int = 3) -> None:
     raise ValueError(str(e).splitlines()[0]) from e
 
 
-def check_batch_sizes(input_config, mesh: MeshSettings) -> None:
-  """Batches split evenly over the data-parallel devices and the processes."""
-  data_devices = mesh.shape(jax.device_count())[0]
-  for key in ("batch_size", "eval_batch_size"):
-    value = getattr(input_config, key)
-    settings_lib.require(value % data_devices == 0,
-                         f"input.{key}={value} must be divisible by the {data_devices} "
-                         "data-parallel devices (config.mesh.data)")
-    settings_lib.require(value % jax.process_count() == 0,
-                         f"input.{key}={value} must be divisible by the "
-                         f"{jax.process_count()} processes")
+def batch_unit(mesh: MeshSettings, num_devices: int, process_count: int) -> int:
+  """What every global batch must be a multiple of: the data-parallel size of
+  `mesh` on `num_devices` devices and the process count (each process reads
+  batch // process_count rows)."""
+  return math.lcm(mesh.shape(num_devices)[0], process_count)
 
 
-def validate_config(config) -> TrainingSettings:
+def _unit_reason(mesh: MeshSettings, num_devices: int, process_count: int) -> str:
+  reason = (f"the {mesh.shape(num_devices)[0]} data-parallel devices of "
+            f"config.mesh={mesh.sizes()} on {num_devices} devices")
+  return reason + (f" and the {process_count} processes" if process_count > 1 else "")
+
+
+def check_train_batch(input_config: InputSettings, mesh: MeshSettings,
+                      num_devices: int, process_count: int) -> None:
+  """Raises ValueError unless input.batch_size splits evenly, naming the
+  nearest valid sizes."""
+  unit = batch_unit(mesh, num_devices, process_count)
+  size = input_config.batch_size
+  if size % unit:
+    below, above = size // unit * unit, (size // unit + 1) * unit
+    nearest = f"{below} or {above}" if below else f"{above}"
+    raise ValueError(f"input.batch_size={size} must be a multiple of {unit} "
+                     f"({_unit_reason(mesh, num_devices, process_count)}); the "
+                     f"nearest valid sizes are {nearest}")
+
+
+def round_eval_batch(input_config: InputSettings, mesh: MeshSettings,
+                     num_devices: int, process_count: int) -> InputSettings:
+  """`input_config` with eval_batch_size rounded up to a multiple of the
+  batch unit (logged). Evaluation pads the last batch and masks the padding,
+  so every example still counts once."""
+  unit = batch_unit(mesh, num_devices, process_count)
+  size = input_config.eval_batch_size
+  rounded = -(-size // unit) * unit
+  if rounded == size:
+    return input_config
+  logging.info("input.eval_batch_size=%d rounded up to %d, a multiple of %s "
+               "(the padding is masked: every example counts once)", size, rounded,
+               _unit_reason(mesh, num_devices, process_count))
+  return dataclasses.replace(input_config, eval_batch_size=rounded)
+
+
+def validate_config(config, num_devices: int | None = None) -> TrainingSettings:
   """Raises ValueError naming the first invalid field of a training config;
-  returns its typed training sections."""
+  returns its typed training sections, the eval batch rounded up to fit the
+  mesh (`round_eval_batch`).
+
+  Args:
+    config: the training config.
+    num_devices: devices the mesh spans (default: all, `jax.device_count()`).
+  """
   settings_lib.require("model" in config, "config.model is missing")
   sections = training_settings(config)
-  check_batch_sizes(sections.input, sections.mesh)
+  num_devices = jax.device_count() if num_devices is None else num_devices
+  check_train_batch(sections.input, sections.mesh, num_devices, jax.process_count())
+  sections = dataclasses.replace(sections, input=round_eval_batch(
+      sections.input, sections.mesh, num_devices, jax.process_count()))
   run, optim = sections.run, sections.optim
   # Durations in epochs are known only with the data set (the schedule checks them).
   if run.total_steps and optim.warmup_epochs is None and optim.cooldown_epochs is None:

@@ -18,11 +18,12 @@ epoch-valued cadences (`durations`).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
 import time
-from typing import Any
+from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
@@ -35,7 +36,7 @@ from vit_spectral.training import checkpointing, config_checks, optim, sharding,
 from vit_spectral.training import durations, mixing, robustness
 from vit_spectral.data import input_pipeline
 from vit_spectral.models import build_model
-from vit_spectral.training.run_settings import run_settings
+from vit_spectral.training.run_settings import RunSettings, run_settings
 from vit_spectral.training.train_state import TrainState
 
 
@@ -111,6 +112,75 @@ def corruption_due(settings: robustness.RobustnessSettings, step: int,
   return step == total_steps or (settings.every is not None and step % settings.every == 0)
 
 
+@dataclasses.dataclass(frozen=True)
+class ShardedSteps:
+  """The model's state and steps, laid out on a mesh (`sharded_steps`).
+
+  Attributes:
+    model: the ViT (`models.build_model`).
+    init: rng -> TrainState (params, optimizer state, EMA copy).
+    init_rng: the key `init` takes (from config.seed).
+    abstract_state: jax.eval_shape of init: ShapeDtypeStructs, no memory.
+    state_sharding: NamedShardings of the TrainState (config.sharding_rules).
+    train_step: jitted (state, batch) -> (state, TrainMetrics), the state
+      donated; batch = {"image": (B, H, W, C) float32, "label": (B,) int32},
+      split over "data".
+    eval_step: jitted (params, batch + "mask": (B,) bool) -> EvalMetrics.
+  """
+
+  model: Any
+  init: Callable[[jax.Array], TrainState]
+  init_rng: jax.Array
+  abstract_state: TrainState
+  state_sharding: Any
+  train_step: Callable
+  eval_step: Callable
+
+
+def count_params(params: Any) -> int:
+  return sum(int(np.prod(x.shape)) for x in jax.tree_util.tree_leaves(params))
+
+
+def sharded_steps(model_config, run: RunSettings, optim_settings: optim.OptimSettings,
+                  mix_settings: mixing.MixSettings, mesh, meta: input_pipeline.DatasetMeta,
+                  *, batch_size: int) -> ShardedSteps:
+  """Builds the model and optimizer and jits the steps with explicit shardings.
+
+  `run` and `optim_settings` have their durations in steps
+  (`durations.resolve`); `meta` gives the classes and image shape.
+  """
+  model = build_model(model_config, meta.num_classes)
+  tx, schedule = optim.make_optimizer(optim_settings, run.total_steps,
+                                      batch_size=batch_size)
+  init_rng, dropout_rng = jax.random.split(jax.random.key(run.seed))
+  mix_fn = mixing.make_mix_fn(mix_settings, meta.num_classes)
+  mix_rng = jax.random.fold_in(jax.random.key(run.seed), _MIX_STREAM)
+
+  def init(rng):
+    dummy = jnp.zeros((1, *meta.image_shape), jnp.float32)
+    params = model.init({"params": rng}, dummy, train=False)["params"]
+    return TrainState(step=jnp.zeros((), jnp.int32), params=params,
+                      opt_state=tx.init(params),
+                      ema_params=params if run.uses_ema else None)
+
+  abstract_state = jax.eval_shape(init, init_rng)
+  state_sharding = sharding.tree_shardings(abstract_state, mesh, run.sharding_rules)
+  data_sharding = sharding.batch_sharding(mesh)
+  repl = sharding.replicated(mesh)
+  train_step = jax.jit(
+      functools.partial(steps.train_step, model=model, tx=tx, schedule=schedule,
+                        base_rng=dropout_rng,
+                        label_smoothing=run.label_smoothing,
+                        ema_decay=run.ema_decay, mix_fn=mix_fn, mix_rng=mix_rng),
+      in_shardings=(state_sharding, data_sharding), out_shardings=(state_sharding, repl),
+      donate_argnums=0)
+  eval_step = jax.jit(functools.partial(steps.eval_step, model=model),
+                      in_shardings=(state_sharding.params, data_sharding),
+                      out_shardings=repl)
+  return ShardedSteps(model, init, init_rng, abstract_state, state_sharding,
+                      train_step, eval_step)
+
+
 def train_and_evaluate(config, workdir: str) -> dict[str, float]:
   """Trains `config` in `workdir` (resuming if it holds a checkpoint).
 
@@ -135,39 +205,13 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
   total_steps = run.total_steps
   logging.info("mesh %s; data set %s; %d train steps", dict(mesh.shape), meta, total_steps)
 
-  # Model, optimizer, abstract state and its shardings.
-  model = build_model(config.model, meta.num_classes)
-  tx, schedule = optim.make_optimizer(optim_settings, total_steps,
-                                      batch_size=input_config.batch_size)
-  init_rng, dropout_rng = jax.random.split(jax.random.key(run.seed))
-  mix_fn = mixing.make_mix_fn(sections.mixup, meta.num_classes)
-  mix_rng = jax.random.fold_in(jax.random.key(run.seed), _MIX_STREAM)
-
-  def init(rng):
-    dummy = jnp.zeros((1, *meta.image_shape), jnp.float32)
-    params = model.init({"params": rng}, dummy, train=False)["params"]
-    return TrainState(step=jnp.zeros((), jnp.int32), params=params,
-                      opt_state=tx.init(params),
-                      ema_params=params if run.uses_ema else None)
-
-  abstract_state = jax.eval_shape(init, init_rng)
-  state_sharding = sharding.tree_shardings(abstract_state, mesh, run.sharding_rules)
-  num_params = sum(int(np.prod(x.shape)) for x in jax.tree_util.tree_leaves(abstract_state.params))
+  # Model, optimizer, abstract state, shardings and the jitted steps.
+  jitted = sharded_steps(config.model, run, optim_settings, sections.mixup, mesh,
+                         meta, batch_size=input_config.batch_size)
+  abstract_state, state_sharding = jitted.abstract_state, jitted.state_sharding
+  train_step, eval_step = jitted.train_step, jitted.eval_step
+  num_params = count_params(abstract_state.params)
   logging.info("model: %d parameters", num_params)
-
-  # Steps, jitted with explicit shardings; the state is donated.
-  data_sharding = sharding.batch_sharding(mesh)
-  repl = sharding.replicated(mesh)
-  train_step = jax.jit(
-      functools.partial(steps.train_step, model=model, tx=tx, schedule=schedule,
-                        base_rng=dropout_rng,
-                        label_smoothing=run.label_smoothing,
-                        ema_decay=run.ema_decay, mix_fn=mix_fn, mix_rng=mix_rng),
-      in_shardings=(state_sharding, data_sharding), out_shardings=(state_sharding, repl),
-      donate_argnums=0)
-  eval_step = jax.jit(functools.partial(steps.eval_step, model=model),
-                      in_shardings=(state_sharding.params, data_sharding),
-                      out_shardings=repl)
 
   # Restore the latest checkpoint, or initialise.
   ckpt = checkpointing.Checkpointer(
@@ -178,7 +222,7 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
     state = ckpt.restore(latest, abstract_state, state_sharding)
     logging.info("resumed from the checkpoint at step %d", latest)
   else:
-    state = jax.jit(init, out_shardings=state_sharding)(init_rng)
+    state = jax.jit(jitted.init, out_shardings=state_sharding)(jitted.init_rng)
   start_step = int(state.step)
 
   train_iter = input_pipeline.create_train_dataset(

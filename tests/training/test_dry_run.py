@@ -1,0 +1,148 @@
+"""`train.py --dry_run` (`training.dry_run`): every shipped recipe compiles its
+sharded train step on 1, 2, 4, 8 and 16 devices, with its own batch sizes and
+mesh, without data; bad batches stop it with one line.
+
+The dry runs go in two subprocesses (one per core) with 16 fake CPU devices
+(this file run as a script), meshes on the first n of them: compiled on 16,
+planned (every check that depends on the device count) on 1, 2, 4 and 8. Only depth (1 block) and image size (at
+most 32²) are shrunk, for compile time; batches and meshes are the recipes'.
+No shipped recipe sets a model axis (config.mesh.model is 1 in all).
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEVICE_COUNTS = (1, 2, 4, 8, 16)
+MAX_IMAGE_SIZE = 32
+
+
+def shrunk_config(name: str):
+  """Recipe `name` with one block and images of at most 32² (for compile time)."""
+  import importlib  # noqa: PLC0415
+  config = importlib.import_module(f"vit_spectral.configs.{name}").get_config()
+  config.model.depth = 1
+  config.model.layer_overrides = ()
+  config.input.image_size = min(config.input.image_size, MAX_IMAGE_SIZE)
+  return config
+
+
+def dry_run_recipes(shard: int, num_shards: int):
+  """Prints one JSON line per (recipe, device count) of every num_shards-th
+  recipe from `shard`: on 16 devices the full dry run (compiled), on fewer
+  what depends on the device count (`dry_run.plan`: batches, mesh, parameter
+  shardings; tracing and compiling cost far more and depend on it only
+  through those)."""
+  import jax  # noqa: PLC0415
+  jax.config.update("jax_disable_most_optimizations", True)
+  from vit_spectral.configs import recipe_names  # noqa: PLC0415
+  from vit_spectral.training import dry_run  # noqa: PLC0415
+  for name in recipe_names()[shard::num_shards]:
+    for count in DEVICE_COUNTS:
+      row = dict(name=name, devices=count)
+      try:
+        if count == max(DEVICE_COUNTS):
+          report = dry_run.dry_run(shrunk_config(name), jax.devices()[:count])
+          assert report.summary()
+          row.update(mesh=report.mesh_shape, batch=report.batch_size,
+                     eval_batch=report.eval_batch_size, params=report.num_params,
+                     flops=report.flops, memory=report.memory)
+        else:
+          step = dry_run.plan(shrunk_config(name), jax.devices()[:count])
+          row.update(mesh=dict(step.mesh.shape), batch=step.sections.input.batch_size,
+                     eval_batch=step.sections.input.eval_batch_size,
+                     params=step.num_params)
+      except Exception as e:  # noqa: BLE001 - reported to the test, which fails
+        row.update(error=repr(e))
+      print(json.dumps(row), flush=True)
+
+
+def _subprocess_env(num_devices: int) -> dict[str, str]:
+  env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3", JAX_PLATFORMS="cpu")
+  # Per-op LLVM emitters cost most of a CPU compile; the plain ones are ~5x faster.
+  env["XLA_FLAGS"] = (f"--xla_force_host_platform_device_count={num_devices} "
+                      "--xla_cpu_use_fusion_emitters=false")
+  return env
+
+
+@pytest.fixture(scope="module")
+def every_recipe_report():
+  """{(recipe, device count): row} from two subprocesses (one per core) with
+  16 fake devices each."""
+  from vit_spectral.configs import recipe_names  # noqa: PLC0415
+  num_shards = 2
+  runs = [subprocess.Popen([sys.executable, os.path.abspath(__file__), str(shard),
+                            str(num_shards)], cwd=ROOT, env=_subprocess_env(16),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+          for shard in range(num_shards)]
+  rows = {}
+  for run in runs:
+    stdout, stderr = run.communicate(timeout=900)
+    assert run.returncode == 0, stderr[-3000:]
+    for line in stdout.splitlines():
+      if line.startswith("{"):
+        row = json.loads(line)
+        rows[(row["name"], row["devices"])] = row
+  return rows, recipe_names()
+
+
+def test_every_recipe_passes_the_dry_run_on_1_to_16_devices(every_recipe_report):
+  rows, names = every_recipe_report
+  assert set(rows) == {(name, n) for name in names for n in DEVICE_COUNTS}
+  errors = {key: row["error"] for key, row in rows.items() if "error" in row}
+  assert not errors, errors
+  for (name, count), row in rows.items():
+    data = row["mesh"]["data"]
+    assert data * row["mesh"]["model"] == count
+    assert row["batch"] % data == 0 and row["eval_batch"] % data == 0, (name, count)
+    one = rows[(name, 1)]
+    assert row["params"] == one["params"] > 0 and row["batch"] == one["batch"]
+    assert one["eval_batch"] <= row["eval_batch"] < one["eval_batch"] + count
+  for name in names:
+    compiled = rows[(name, max(DEVICE_COUNTS))]
+    assert compiled["flops"] > 0, name
+    # Data parallel: every device holds the float32 params (and more: the
+    # optimizer state, its rows of the batch).
+    assert compiled["memory"]["argument"] > 4 * compiled["params"], name
+    assert compiled["memory"]["total"] >= compiled["memory"]["argument"], name
+
+
+def test_the_16_device_eval_batches_are_rounded_up(every_recipe_report):
+  rows, _ = every_recipe_report
+  # imagenet_deit's eval batch of 1000 is not a multiple of 16: 1008 is.
+  assert rows[("imagenet_deit", 16)]["eval_batch"] == 1008
+  assert rows[("imagenet_deit", 8)]["eval_batch"] == 1000
+
+
+def test_a_train_batch_that_does_not_split_stops_the_cli_with_one_line():
+  result = subprocess.run(
+      [sys.executable, "train.py", "--config=digits_vit:depth=1", "--dry_run",
+       "--config.input.batch_size=100"],
+      cwd=ROOT, env=_subprocess_env(8), capture_output=True, text=True, timeout=300,
+      check=False)
+  assert result.returncode != 0
+  last = result.stderr.strip().splitlines()[-1]
+  assert "input.batch_size=100 must be a multiple of 8" in last
+  assert "nearest valid sizes are 96 or 104" in last
+
+
+def test_planned_meta_needs_no_data(tmp_path):
+  from vit_spectral.data import DatasetNotPreparedError, planned_meta  # noqa: PLC0415
+  from vit_spectral.configs import imagenet_deit  # noqa: PLC0415
+  config = imagenet_deit.get_config()
+  config.input.data_dir = str(tmp_path)
+  meta = planned_meta(config.input)
+  assert (meta.num_classes, meta.image_shape) == (1000, (224, 224, 3))
+  assert (meta.num_train_examples, meta.num_eval_examples) == (1_281_167, 50_000)
+  assert not os.listdir(tmp_path)  # nothing prepared, downloaded or written
+  config.input.train_split = "train[:90%]"
+  with pytest.raises(DatasetNotPreparedError, match=r"input.train_split='train\[:90%\]'"):
+    planned_meta(config.input)
+
+
+if __name__ == "__main__":
+  dry_run_recipes(int(sys.argv[1]), int(sys.argv[2]))
