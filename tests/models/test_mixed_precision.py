@@ -12,7 +12,7 @@ import pytest
 
 from vit_spectral.attention import registered_attentions
 from vit_spectral.configs import digits_vit
-from vit_spectral.data import create_eval_dataset, create_train_dataset
+from vit_spectral.data import create_train_dataset
 from vit_spectral.models import build_model
 from vit_spectral.training import optim, steps
 from vit_spectral.training.train_state import TrainState
@@ -86,9 +86,8 @@ def test_bf16_model_keeps_float32_params_scores_softmax_and_logits(attention):
   assert gap < 25 * BF16_ROUNDOFF, gap
 
 
-def train_digits(config, params, batches, eval_images):
-  """Per-step training losses and the test-set predictions of `config`'s model
-  trained from `params` on `batches`."""
+def train_digits(config, params, batches):
+  """Per-step training losses of `config`'s model trained from `params` on `batches`."""
   model = build_model(config.model, num_classes=10)
   tx, schedule = optim.make_optimizer(config.optim, config.total_steps)
   state = TrainState(step=jnp.zeros((), jnp.int32), params=params, opt_state=tx.init(params))
@@ -99,46 +98,41 @@ def train_digits(config, params, batches, eval_images):
   for batch in batches:
     state, metrics = train_step(state, batch)
     losses.append(metrics.loss.compute())
-  logits = jax.jit(model.apply)({"params": state.params}, eval_images)
-  return np.asarray(losses), np.asarray(logits).argmax(-1)
+  return np.asarray(losses)
 
 
 def test_bf16_digits_run_follows_the_float32_loss_curve():
-  """100 steps of the digits recipe (a 1-block ViT), float32 and bf16 from the
+  """60 steps of the digits recipe (a 1-block ViT), float32 and bf16 from the
   same initial parameters on the same batches.
 
   Tolerance: the mean training loss over each window of 20 steps differs by
-  less than 0.03 nats between the two. A bf16 step's gradient is the float32
-  one up to a relative error of a few u (u = 2⁻⁹ ≈ 0.2%, bf16's 8-bit
-  significand); Adam turns it into parameter updates off by that fraction,
-  so the curves drift apart by a fraction of a percent of the loss (about
-  0.005 nats observed at a loss of 2.3 → 0.9), and 0.03 leaves room for that
-  drift to grow with the step count without letting through what a broken
-  policy does (bf16 parameters, whose small Adam updates round away, stall
-  the loss by far more)."""
-  config = digits_vit.get_config("depth=1,width=32,heads=2,steps=100")
-  # Shortened for the test: a short warmup and a higher peak so that 100 steps
-  # go a long way down; no dropout (cheaper to compile and run; the masks
-  # would be the same both ways anyway).
+  less than 0.015 nats. A bf16 step's gradient is the float32 one up to a
+  relative error of a few u (u = 2⁻⁹ ≈ 0.2%, bf16's 8-bit significand); Adam
+  turns that into updates off by the same fraction, so the two curves drift
+  apart by a fraction of a percent of the loss: 0.007 nats at most here, at a
+  loss going from 2.2 to 1.8. 0.015 is twice that, and below the 0.027 of a
+  broken policy (bf16 parameters, whose small Adam updates round away).
+  (A longer run, 100 steps at batch 128 and lr 1e-2: windowed gap 0.022,
+  test accuracy 74.2% float32 / 76.4% bf16.)"""
+  config = digits_vit.get_config("depth=1,width=32,heads=2,steps=60")
+  # Shortened for the test: batch 64, a short warmup to a higher peak, no
+  # dropout (cheaper to compile; the masks would be the same both ways).
+  config.input.batch_size = 64
   config.optim.warmup_steps = 10
-  config.optim.learning_rate = 1e-2
+  config.optim.learning_rate = 4e-3
   config.model.dropout_rate = 0.0
   train = create_train_dataset(config.input, seed=0).as_numpy_iterator()
   batches = [next(train) for _ in range(config.total_steps)]
-  eval_data, num_batches = create_eval_dataset(config.input)
-  (test,) = list(eval_data.take(num_batches).as_numpy_iterator())
   model = build_model(config.model, num_classes=10)
-  params = jax.jit(model.init)(jax.random.key(0), test["image"][:1])["params"]
+  params = jax.jit(model.init)(jax.random.key(0), batches[0]["image"][:1])["params"]
 
   runs = {}
   for dtype in ("float32", "bfloat16"):
     config.model.dtype = dtype
-    losses, predicted = train_digits(config, params, batches, test["image"])
-    windows = losses.reshape(-1, 20).mean(axis=1)
-    runs[dtype] = windows
-    print(f"{dtype}: windowed training loss {windows.round(4)}, last step {losses[-1]:.4f}, "
-          f"test accuracy {(predicted == test['label']).mean():.4f}")
+    losses = train_digits(config, params, batches)
+    runs[dtype] = losses.reshape(-1, 20).mean(axis=1)
+    print(f"{dtype}: windowed training loss {runs[dtype].round(4)}, last step {losses[-1]:.4f}")
   gap = np.abs(runs["bfloat16"] - runs["float32"])
   print(f"max windowed loss gap {gap.max():.4f}")
-  assert runs["float32"][-1] < 0.5 * runs["float32"][0]        # it learns
-  assert gap.max() < 0.03, gap
+  assert runs["float32"][-1] < 0.85 * runs["float32"][0]       # it learns
+  assert gap.max() < 0.015, gap
