@@ -59,11 +59,17 @@ def low_pass_weights(num_keys: int, mask=None):
   """
   if mask is None:
     return jnp.asarray(1.0 / num_keys, jnp.float32)
+  allowed = allowed_keys(num_keys, mask)
+  return allowed / allowed.sum(axis=-1, keepdims=True)
+
+
+def allowed_keys(num_keys: int, mask):
+  """The keys A_LP averages over: float32 0/1 of the mask's shape with its last
+  axis S; a row with no allowed key allows every key (see `low_pass_weights`)."""
   allowed = jnp.asarray(mask, bool)
   allowed = jnp.broadcast_to(allowed, allowed.shape[:-1] + (num_keys,))
   allowed = allowed | ~allowed.any(axis=-1, keepdims=True)
-  allowed = allowed.astype(jnp.float32)
-  return allowed / allowed.sum(axis=-1, keepdims=True)
+  return allowed.astype(jnp.float32)
 
 
 def all_pass_weights(weights, omega, mask=None):
@@ -84,7 +90,10 @@ def all_pass_weights(weights, omega, mask=None):
 
 
 def all_pass_apply(weights, v, omega, mask=None):
-  """Â·V without forming Â: (1 + ω)·(A·V) − ω·mean_allowed(V).
+  """Â·V without forming Â: (1 + ω)·(A·V) − ω·mean_allowed(V), as A·V + ω·(A·V − DC).
+
+  A·V runs in v's dtype; the DC mean and the rescaling in float32 (in bf16,
+  1 + ω would round ω away while |ω| < 2⁻⁸), cast back to v's dtype.
 
   Args:
     weights: A, (B, H, T, S) attention probabilities (rows sum to one).
@@ -93,16 +102,21 @@ def all_pass_apply(weights, v, omega, mask=None):
     mask: optional bool broadcastable to (B, H, T, S); True = may attend.
 
   Returns:
-    (B, T, H, Dh), equal to `apply_weights(all_pass_weights(A, ω, mask), v)`.
+    (B, T, H, Dh) in v's dtype, equal to
+    `apply_weights(all_pass_weights(A, ω, mask), v)`.
   """
-  omega = omega.astype(v.dtype)[:, None]                      # (H, 1)
+  omega = omega.astype(jnp.float32)[:, None]                  # (H, 1)
   if mask is None:
-    dc = jnp.mean(v, axis=1, keepdims=True)                   # (B, 1, H, Dh)
-  else:                                                       # per query's allowed keys
-    low_pass = low_pass_weights(weights.shape[-1], mask).astype(v.dtype)
-    dc = apply_weights(jnp.broadcast_to(low_pass, weights.shape), v)   # (B, T, H, Dh)
-  # ω = 0 gives exactly A·V: 1·x − 0·dc is x bit for bit.
-  return (1.0 + omega) * apply_weights(weights, v) - omega * dc
+    dc = jnp.mean(v.astype(jnp.float32), axis=1, keepdims=True)   # (B, 1, H, Dh)
+  else:                                 # per query's allowed keys: 0/1 sums, then / count
+    allowed = jnp.broadcast_to(allowed_keys(weights.shape[-1], mask), weights.shape)
+    sums = jnp.einsum("bhts,bshd->bthd", allowed.astype(v.dtype), v,
+                      preferred_element_type=jnp.float32)     # (B, T, H, Dh)
+    counts = allowed.sum(axis=-1).transpose(0, 2, 1)[..., None]   # (B, T, H, 1)
+    dc = sums / counts
+  mixed = apply_weights(weights, v).astype(jnp.float32)
+  # ω = 0 gives exactly A·V: x + 0·(x − dc) is x bit for bit.
+  return (mixed + omega * (mixed - dc)).astype(v.dtype)
 
 
 @register_attention("attn_scale")

@@ -13,6 +13,11 @@ Contract (what `models.vit.Block` relies on):
             block's `new_state`. Carried in float32.
     mask:   optional bool (B or 1, 1 or heads, T, T); True = may attend.
 
+Precision (`models.vit.ViT` states the policy): projections and the value
+mixing run in `dtype`; the scores are float32 (`scaled_dot_logits`), and
+`probabilities` takes its softmax in float32 whatever the scores' dtype, so
+the sown weights are float32 too.
+
 Every variant sows its final attention probabilities, (B, heads, T, T), as
 `intermediates/attention_weights`, so diagnostics need no second model.
 
@@ -207,6 +212,11 @@ def apply_weights(weights, v):
 
 
 def scaled_dot_logits(q, k):
-  """q: (B, T, H, Dh), k: (B, S, H, Dh) -> q kᵀ / sqrt(Dh), (B, H, T, S)."""
+  """q: (B, T, H, Dh), k: (B, S, H, Dh) -> q kᵀ / sqrt(Dh), (B, H, T, S) float32.
+
+  The product runs in q's dtype and accumulates into float32 scores
+  (`preferred_element_type`), so bf16 inputs lose nothing more in the scores
+  than their own rounding (the mixed-precision policy: `models.vit.ViT`).
+  """
   q = q / jnp.sqrt(q.shape[-1]).astype(q.dtype)
-  return jnp.einsum("bthd,bshd->bhts", q, k)
+  return jnp.einsum("bthd,bshd->bhts", q, k, preferred_element_type=jnp.float32)

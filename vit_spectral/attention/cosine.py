@@ -77,7 +77,9 @@ class CosineAttention(Attention):
       v = smooth_l2_normalize(v, self.epsilon)
     tau = self.scalar("tau", self.tau, self.learnable_tau)
     nu = self.scalar("nu", self.nu, self.learnable_nu)
-    logits = tau.astype(q.dtype) * jnp.einsum("bthd,bshd->bhts", q, k)
+    # Cosine scores in float32 (the product accumulates there), scaled by τ.
+    cosines = jnp.einsum("bthd,bshd->bhts", q, k, preferred_element_type=jnp.float32)
+    logits = tau.astype(jnp.float32) * cosines
     weights = self.probabilities(logits, mask)             # (B, H, T, T)
     y = nu.astype(v.dtype) * apply_weights(weights, v)     # (B, T, H, Dh)
     if self.scale_heads:

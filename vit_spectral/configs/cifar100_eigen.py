@@ -16,6 +16,7 @@ Arguments:
   fraction: share of the training split, 1.0 / 0.5 / 0.1 (Table 2's columns;
     `input.train_fraction`, a TFDS slice "train[:10%]").
   batch (96), epochs (300), patch (2).
+  dtype: "bfloat16" (mixed precision, the default) or "float32".
 
 Recipe (§5): "the one used in Park & Kim (2022)", `configs/cifar_recipes.park_kim`:
 AdamW, learning rate 1.25e-4, weight decay 5e-2, 5 warmup epochs, cosine
@@ -48,7 +49,7 @@ MODELS = {
 
 def get_config(arg=None):
   args = common.parse_arg(arg, model="standard", depth=12, fraction=1.0, batch=96,
-                          epochs=300, patch=2)
+                          epochs=300, patch=2, dtype=common.ACCELERATOR_DTYPE)
   if args.model not in MODELS:
     raise ValueError(f"config argument model={args.model!r}; choose one of {list(MODELS)}")
   every_layer, first_half = MODELS[args.model]
@@ -60,4 +61,5 @@ def get_config(arg=None):
   config.model.attention = dict(name="dot_product", value_output=every_layer)
   if first_half:
     config.model.layer_overrides = star_overrides(args.depth, first_half)
+  config.model.dtype = args.dtype
   return config

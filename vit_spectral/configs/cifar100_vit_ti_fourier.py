@@ -6,7 +6,7 @@ Launch (data prepared with `tfds build cifar100 --data_dir=DIR`):
       --config.input.data_dir=DIR --workdir=workdir/cifar100_ti_featscale
 
 Arguments: method = attn_scale | feat_scale | baseline; depth (default 12);
-patch (default 2).
+patch (default 2); dtype (bfloat16 = mixed precision, the default; float32).
 
 Meant to reach (paper 003, Table 2, 100% of the training set, top-1 on the test
 set): ViT-Ti 66.78 ± 0.1, ViT-Ti + FeatScale 66.57 ± 0.5; AttnScale is not
@@ -25,8 +25,10 @@ from vit_spectral.configs.imagenet_deit_s_fourier import fourier_model
 
 
 def get_config(arg=None):
-  args = common.parse_arg(arg, method="feat_scale", depth=12, patch=2)
+  args = common.parse_arg(arg, method="feat_scale", depth=12, patch=2,
+                          dtype=common.ACCELERATOR_DTYPE)
   config = park_kim("cifar100", size="Ti", patch=args.patch)
   config.model = fourier_model(args.method, variant=f"Ti/{args.patch}", depth=args.depth,
-                               drop_path_rate=config.model.drop_path_rate)
+                               drop_path_rate=config.model.drop_path_rate,
+                               dtype=args.dtype)
   return config

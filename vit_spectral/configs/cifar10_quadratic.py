@@ -19,7 +19,8 @@ does not split over 8 or 16 devices) with the learning rate scaled linearly,
 paper's layer-norm epsilon 1e-12 (this library's "layer_norm" uses 1e-6).
 
 Arguments (`cifar10_quadratic.py:attention=gaussian,epochs=300`): attention
-("quadratic" | "gaussian" | "relative_learned"), epochs.
+("quadratic" | "gaussian" | "relative_learned"), epochs, dtype (bfloat16 =
+mixed precision, the default; float32).
 """
 
 from vit_spectral.configs import common
@@ -35,7 +36,8 @@ BATCH_SIZE = 128
 
 
 def get_config(arg=None):
-  args = common.parse_arg(arg, attention="quadratic", epochs=300)
+  args = common.parse_arg(arg, attention="quadratic", epochs=300,
+                          dtype=common.ACCELERATOR_DTYPE)
   stats = dataset_statistics("cifar10")
   config = common.base_config()
   config.num_epochs = args.epochs
@@ -49,7 +51,8 @@ def get_config(arg=None):
   config.model = common.model_config(
       hidden_size=400, depth=6, num_heads=9, mlp_dim=512, patch_size=2,
       stem="space_to_depth", pooling="mean", posemb="none", dropout_rate=0.1,
-      attention=dict(name=args.attention, full_width_heads=True, shared_value=True))
+      attention=dict(name=args.attention, full_width_heads=True, shared_value=True),
+      dtype=args.dtype)
   config.optim = common.optim_config(
       "sgd", learning_rate=0.1, base_batch_size=PAPER_BATCH_SIZE, momentum=0.9,
       weight_decay=1e-4, warmup_epochs=args.epochs / 20,

@@ -13,7 +13,8 @@ setup on CIFAR-10 (the paper reports CIFAR-100 only).
 Arguments (`cifar10_vit.py:key=value,...`): recipe (park_kim | table10), size
 (Ti | S | B | L), depth (0 = the size's), attention (a registered name), fraction (of the
 training split), corrupted (TFDS corruption set, "" = none; default
-cifar10_corrupted), epochs, batch (0 = the recipe's), data_dir.
+cifar10_corrupted), epochs, batch (0 = the recipe's), data_dir, dtype
+(bfloat16 = mixed precision, the default; float32 switches it off).
 """
 
 from vit_spectral.configs import cifar_recipes

@@ -113,7 +113,7 @@ def parse(arg, default_corrupted: str):
   return common.parse_arg(
       arg, recipe="park_kim", size="Ti", depth=0, attention="dot_product",
       fraction=1.0, corrupted=default_corrupted, epochs=300.0, batch=0,
-      data_dir="")
+      data_dir="", dtype=common.ACCELERATOR_DTYPE)
 
 
 def cifar_config(dataset: str, args):
@@ -131,4 +131,5 @@ def cifar_config(dataset: str, args):
   config.model.attention = dict(name=args.attention)
   if args.corrupted:
     config.robustness = robustness_config(args.corrupted)
+  config.model.dtype = args.dtype
   return config

@@ -22,6 +22,14 @@ from vit_spectral.training.run_settings import RunSettings
 from vit_spectral.training.sharding import MeshSettings
 
 
+# `model.dtype` of the recipes meant for accelerators (CIFAR, ImageNet): bf16
+# compute with float32 parameters, softmax, norm statistics and logits (the
+# policy: `vit_spectral.models.vit.ViT`). Such a recipe takes it as its `dtype`
+# argument (`:dtype=float32` switches mixed precision off); the digits recipes
+# keep the model's float32 default (bf16 is slow on CPUs).
+ACCELERATOR_DTYPE = "bfloat16"
+
+
 def _convert(key: str, text: str, default: Any) -> Any:
   if isinstance(default, bool):
     if text.lower() not in ("true", "false", "1", "0"):

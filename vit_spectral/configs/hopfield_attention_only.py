@@ -22,7 +22,8 @@ Expected (paper Table 7, CIFAR-10 / CIFAR-100 test accuracy):
   12     10.0 /  1.0      10.0 /  1.0
 
 Arguments: depth, attention (hopfield, dot_product), dataset (cifar10,
-cifar100), alpha, alpha_hidden (negative = alpha), epochs.
+cifar100), alpha, alpha_hidden (negative = alpha), epochs, dtype (bfloat16 =
+mixed precision, the default; float32).
 """
 
 from vit_spectral.configs import common
@@ -31,7 +32,8 @@ from vit_spectral.configs.hopfield_vit import table_10_config
 
 def get_config(arg=None):
   args = common.parse_arg(arg, depth=4, dataset="cifar10", attention="hopfield",
-                          alpha=0.5, alpha_hidden=-1.0, epochs=300, size="Ti")
+                          alpha=0.5, alpha_hidden=-1.0, epochs=300, size="Ti",
+                          dtype=common.ACCELERATOR_DTYPE)
   if args.size != "Ti":
     raise ValueError(f"config argument size={args.size!r}; Table 7 uses 'Ti' only")
   # Drop path acts on residual branches; these blocks have none.

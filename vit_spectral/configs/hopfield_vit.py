@@ -18,7 +18,8 @@ Arguments: size (Ti, S, B, L), dataset (cifar10, cifar100, imagenet2012),
 attention (hopfield, dot_product), alpha (α, the skip weight), alpha_hidden (α';
 negative = equal to alpha, the paper's §4.1 choice α = α'), placement ("add":
 the inner reading x + [α·LN(x) + (1-α)·Attn(LN(x))]; "replace": α·x +
-(1-α)·Attn(LN(x))), epochs.
+(1-α)·Attn(LN(x))), epochs, dtype (bfloat16 = mixed precision, the default;
+float32).
 
 Recipe: paper 004 App. G Table 10 as `configs/cifar_recipes.table10` builds it
 for every data set (its docstring lists the settings: RandAugment (9, 0.5),
@@ -53,12 +54,14 @@ def table_10_config(args, *, block: dict, drop_path_rate: float | None = None):
                    drop_path_rate=drop_path_rate)
   config.model.attention = hopfield_attention(args)
   config.model.block = block
+  config.model.dtype = args.dtype
   return config
 
 
 def get_config(arg=None):
   args = common.parse_arg(arg, size="Ti", dataset="cifar10", attention="hopfield",
-                          alpha=0.5, alpha_hidden=-1.0, placement="add", epochs=300)
+                          alpha=0.5, alpha_hidden=-1.0, placement="add", epochs=300,
+                          dtype=common.ACCELERATOR_DTYPE)
   if args.size not in TABLE10_SIZES:
     raise ValueError(f"config argument size={args.size!r}; choose one of {list(TABLE10_SIZES)}")
   if args.placement not in PLACEMENTS:

@@ -20,7 +20,8 @@ smoothing 0.1, EMA 0.99996. DeiT's scheduler has 10 cooldown epochs, but its
 loop stops at 300 epochs, so none are trained here either.
 
 Arguments (`imagenet_deit.py:key=value,...`): variant (S/16), depth,
-attention, batch, epochs, repeated_augment.
+attention, batch, epochs, repeated_augment, dtype (bfloat16 = mixed precision,
+the default; float32).
 """
 
 import ml_collections
@@ -58,7 +59,9 @@ def deit_recipe(*, batch: int = 1024, epochs: float = 300,
 
 def get_config(arg=None):
   args = common.parse_arg(arg, variant="S/16", depth=12, attention="dot_product",
-                          batch=1024, epochs=300.0, repeated_augment=3)
+                          batch=1024, epochs=300.0, repeated_augment=3,
+                          dtype=common.ACCELERATOR_DTYPE)
   return deit_recipe(batch=args.batch, epochs=args.epochs,
                      repeated_augment=args.repeated_augment, variant=args.variant,
-                     depth=args.depth, attention=dict(name=args.attention))
+                     depth=args.depth, attention=dict(name=args.attention),
+                     dtype=args.dtype)

@@ -8,7 +8,8 @@ Launch (data prepared with `tfds build imagenet2012 --data_dir=DIR`):
       --config.input.data_dir=DIR --workdir=workdir/deit_s24_featscale
 
 Arguments: method = attn_scale | feat_scale | baseline; depth = 12 | 24;
-drop_path (default 0.1 at 12 layers, 0.2 at 24); dropout (default 0.0).
+drop_path (default 0.1 at 12 layers, 0.2 at 24); dropout (default 0.0); dtype
+(bfloat16 = mixed precision, the default; float32).
 
 Meant to reach (paper 000, Table 1, top-1 on the 50k validation images):
   12 layers: baseline 79.8, AttnScale 80.7, FeatScale 80.9;
@@ -42,11 +43,13 @@ def fourier_model(method: str, **fields):
 
 
 def get_config(arg=None):
-  args = common.parse_arg(arg, method="attn_scale", depth=12, drop_path=-1.0, dropout=0.0)
+  args = common.parse_arg(arg, method="attn_scale", depth=12, drop_path=-1.0, dropout=0.0,
+                          dtype=common.ACCELERATOR_DTYPE)
   if args.depth not in (12, 24):
     raise ValueError(f"config argument depth={args.depth}; choose one of [12, 24]")
   drop_path = args.drop_path if args.drop_path >= 0 else (0.1 if args.depth == 12 else 0.2)
   config = deit_recipe()
   config.model = fourier_model(args.method, variant="S/16", depth=args.depth,
-                               drop_path_rate=drop_path, dropout_rate=args.dropout)
+                               drop_path_rate=drop_path, dropout_rate=args.dropout,
+                               dtype=args.dtype)
   return config

@@ -14,7 +14,8 @@ branch and the LipsFormer block order; DropPath 0.2 without rescaling
 (Table 6, tiny; App. J). Optimizer
 (Table 6, tiny): AdamW lr 2e-3, betas (0.9, 0.999), eps 1e-8, weight decay 0.05,
 label smoothing 0.1, cosine schedule, no warmup, no clipping; 300 epochs at
-batch 256 (`epochs=`, `lr=`, `depth=` arguments).
+batch 256 (`epochs=`, `lr=`, `depth=` arguments). `dtype=float32` switches
+off mixed precision (bfloat16 compute, the default).
 
 The paper reports ImageNet numbers only (Table 2); there is no CIFAR number to
 reach. What this recipe is meant to show is the paper's claim that the run is
@@ -31,7 +32,7 @@ DATASETS = ("cifar10", "cifar100")
 
 def get_config(arg=None):
   args = common.parse_arg(arg, dataset="cifar10", depth=12, width=384, heads=6,
-                          lr=2e-3, epochs=300, batch=256)
+                          lr=2e-3, epochs=300, batch=256, dtype=common.ACCELERATOR_DTYPE)
   if args.dataset not in DATASETS:
     raise ValueError(f"dataset={args.dataset!r}; choose one of {list(DATASETS)}")
   mean, std = dataset_statistics(args.dataset)
@@ -45,7 +46,8 @@ def get_config(arg=None):
       train_augment="pad_crop", pad_crop_padding=4, flip=True, mean=mean, std=std)
   config.model = common.model_config(
       hidden_size=args.width, num_heads=args.heads, mlp_dim=4 * args.width,
-      patch_size=4, drop_path_rate=0.2, **lipsformer_model_fields(args.depth))
+      patch_size=4, drop_path_rate=0.2, dtype=args.dtype,
+      **lipsformer_model_fields(args.depth))
   config.optim = lipsformer_optim(args.lr, weight_decay=0.05)
   config.label_smoothing = 0.1
   return config

@@ -25,6 +25,9 @@ The paper's numbers are for its hierarchical Swin/CSwin-based LipsFormers
 plain ViT with these blocks is expected to train stably without warmup, not to
 match those numbers (DeiT-S, the plain-ViT reference with strong augmentation,
 reaches 79.8%).
+
+Arguments: size (tiny | small | base | large), epochs, batch, dtype (bfloat16 =
+mixed precision, the default; float32).
 """
 
 from vit_spectral.configs import common
@@ -42,7 +45,8 @@ _EMA = {"tiny": 0.99984, "small": 0.99984, "base": 0.99992, "large": 0.99992}
 
 
 def get_config(arg=None):
-  args = common.parse_arg(arg, size="tiny", epochs=300, batch=1024)
+  args = common.parse_arg(arg, size="tiny", epochs=300, batch=1024,
+                          dtype=common.ACCELERATOR_DTYPE)
   if args.size not in _SIZES:
     raise ValueError(f"size={args.size!r}; choose one of {sorted(_SIZES)}")
   variant, lr, weight_decay, drop_path, b2 = _SIZES[args.size]
@@ -59,7 +63,7 @@ def get_config(arg=None):
       eval_resize="resize_center_crop", mean=stats.mean, std=stats.std)
   common.deit_augmentation(config)
   config.ema_decay = _EMA[args.size]
-  config.model = common.model_config(variant, drop_path_rate=drop_path,
+  config.model = common.model_config(variant, drop_path_rate=drop_path, dtype=args.dtype,
                                      **lipsformer_model_fields(depth))
   config.optim = lipsformer_optim(lr, weight_decay=weight_decay, b2=b2)
   config.label_smoothing = 0.1

@@ -28,7 +28,8 @@ class CenterNorm(nn.Module):
   Attributes:
     use_scale: learn γ (initialised to 1).
     use_bias: learn β (initialised to 0).
-    dtype: compute dtype; param_dtype: parameter dtype.
+    dtype: output dtype (the mean and the affine map run in float32 at least);
+      param_dtype: parameter dtype.
   """
   use_scale: bool = True
   use_bias: bool = True

@@ -43,7 +43,9 @@ class DropPath(nn.Module):
     keep = 1.0 - jnp.asarray(rate, jnp.float32)
     shape = (x.shape[0],) + (1,) * (x.ndim - 1)
     mask = jax.random.bernoulli(self.make_rng("dropout"), keep, shape)
-    kept = x / keep.astype(x.dtype) if self.rescale else x
+    # 1/(1 − p) applied in float32, rounded once to x's dtype (in bf16 a rounded
+    # keep, e.g. 0.9 -> 0.8984, would bias every kept branch).
+    kept = (x.astype(jnp.float32) / keep).astype(x.dtype) if self.rescale else x
     return jnp.where(mask, kept, jnp.zeros_like(x))
 
 

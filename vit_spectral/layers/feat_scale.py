@@ -27,16 +27,19 @@ class FeatScale(nn.Module):
   optimizer never weight-decays them.
 
   Attributes:
-    dtype: compute dtype; param_dtype: parameter dtype.
+    dtype: output dtype; param_dtype: parameter dtype.
   """
   dtype: Any = jnp.float32
   param_dtype: Any = jnp.float32
 
   @nn.compact
   def __call__(self, y):
-    """y: (B, T, D) -> (B, T, D)."""
+    """y: (B, T, D) -> (B, T, D) in `dtype`; the token mean and the re-weighting
+    run in float32 (in bf16, s and t would be rounded away while |s|, |t| < 2⁻⁸)."""
     width = y.shape[-1]
     s = self.param("dc_scale", nn.initializers.zeros, (width,), self.param_dtype)
     t = self.param("hc_scale", nn.initializers.zeros, (width,), self.param_dtype)
-    dc = jnp.mean(y, axis=-2, keepdims=True)                    # (B, 1, D)
-    return y + dc * s.astype(self.dtype) + (y - dc) * t.astype(self.dtype)
+    y32 = y.astype(jnp.promote_types(y.dtype, jnp.float32))
+    dc = jnp.mean(y32, axis=-2, keepdims=True)                  # (B, 1, D)
+    out = y32 + dc * s.astype(y32.dtype) + (y32 - dc) * t.astype(y32.dtype)
+    return out.astype(self.dtype)

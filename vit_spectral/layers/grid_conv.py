@@ -30,6 +30,8 @@ class DepthwiseConv(nn.Module):
   step on digits was ~10x slower); on a small patch grid the k² shifted
   products are cheap on every backend. The kernel initializer sees the grid
   (the input's rows × cols), so spectral init normalises by the operator norm.
+  The k² products are taken and summed in float32 (a convolution accumulates
+  there too), then cast to `dtype`.
   """
   kernel_size: int
   kernel_init: str = "xavier_uniform"
@@ -42,13 +44,14 @@ class DepthwiseConv(nn.Module):
     k, width = self.kernel_size, grid.shape[-1]
     rows, cols = grid.shape[1:3]
     init = conv_initializer(self.kernel_init, (rows, cols), depthwise=True)
-    kernel = self.param("kernel", init, (k, k, 1, width), self.param_dtype).astype(self.dtype)
+    acc = jnp.promote_types(self.dtype, jnp.float32)   # the accumulator's dtype
+    kernel = self.param("kernel", init, (k, k, 1, width), self.param_dtype).astype(acc)
     bias = self.param("bias", nn.initializers.zeros, (width,), self.param_dtype)
     lo = (k - 1) // 2                                # SAME padding: lo before, k-1-lo after
-    padded = jnp.pad(grid.astype(self.dtype), ((0, 0), (lo, k - 1 - lo), (lo, k - 1 - lo), (0, 0)))
+    padded = jnp.pad(grid.astype(acc), ((0, 0), (lo, k - 1 - lo), (lo, k - 1 - lo), (0, 0)))
     out = sum(padded[:, i:i + rows, j:j + cols] * kernel[i, j, 0]
               for i in range(k) for j in range(k))
-    return out + bias.astype(self.dtype)
+    return (out + bias.astype(acc)).astype(self.dtype)
 
 
 class GridConv(nn.Module):

@@ -13,7 +13,8 @@ def register_norm(name: str):
   """Class decorator that registers a norm module.
 
   The block calls it as `cls(dtype=..., param_dtype=..., name=...)(x)` with x of
-  shape (B, T, D), normalising over D.
+  shape (B, T, D), normalising over D. A norm computes its statistics in
+  float32 and returns `dtype` (the mixed-precision policy, `models.vit.ViT`).
   """
 
   def decorator(cls):
@@ -39,6 +40,8 @@ def get_norm(name: str) -> type[nn.Module]:
 
 
 # LayerNorm with the ViT epsilon; flax's own module keeps the standard parameter
-# names ("scale", "bias") so published ViT checkpoints map one to one.
-LayerNorm = functools.partial(nn.LayerNorm, epsilon=1e-6)
+# names ("scale", "bias") so published ViT checkpoints map one to one. Its mean
+# and variance are float32 whatever `dtype` (stated here, not left to flax's
+# default); the output is in `dtype`.
+LayerNorm = functools.partial(nn.LayerNorm, epsilon=1e-6, force_float32_reductions=True)
 _NORMS["layer_norm"] = LayerNorm

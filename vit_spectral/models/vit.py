@@ -426,7 +426,22 @@ class ViT(nn.Module):
     encoder_mode: "scan" or "loop"; remat: rematerialise blocks.
     kernel_init: initializer name for the blocks' Dense and Conv kernels;
       "spectral" (paper 001, eq. 5) also covers the patch embedding.
-    dtype: compute dtype; param_dtype: parameter dtype.
+    dtype: compute dtype (`model.dtype`, see "Mixed precision");
+      param_dtype: parameter dtype (`model.param_dtype`, keep float32).
+
+  Mixed precision (`model.dtype="bfloat16"`, the one switch; the CIFAR and
+  ImageNet recipes' default, `configs/common.py`): parameters stay in
+  `param_dtype` (float32) and are cast to bf16 where they are used, so the
+  optimizer, its state and the checkpoints are float32. The patch embedding,
+  the token stream between blocks (the scan carry) and every projection, MLP
+  and convolution run in bf16. In float32 are: the attention scores and their
+  softmax (`attention.base`; the sown attention weights are float32), the
+  statistics of every norm (LayerNorm, CenterNorm; their outputs are bf16),
+  the token means of FeatScale and AttnScale (with their scales), DropPath's
+  rescaling, the depth-wise convolution's sum, the carried attention state
+  (Hopfield's scores, `_as_float32`), and the pooling, head and logits, so
+  the loss and its gradient start in float32. "float16" takes the same
+  paths but the trainer has no loss scaling: use bfloat16.
   """
   num_classes: int
   patch_size: int
@@ -466,7 +481,8 @@ class ViT(nn.Module):
 
   @nn.compact
   def __call__(self, images, *, train: bool = False, mask=None):
-    """images: (B, H, W, C) -> logits (B, num_classes) in float32."""
+    """images: (B, H, W, C) -> logits (B, num_classes), float32 (features
+    (B, D), float32, when num_classes is 0)."""
     for field in ("hidden_size", "depth", "num_heads", "mlp_dim", "patch_size"):
       if getattr(self, field) <= 0:
         raise ValueError(f"model.{field}={getattr(self, field)} must be positive")
@@ -523,10 +539,10 @@ class ViT(nn.Module):
                 remat=self.remat, deterministic=not train, dtype=self.dtype,
                 param_dtype=self.param_dtype, name="encoder")(x, mask)
 
+    x = x.astype(jnp.promote_types(self.dtype, jnp.float32))   # pool and head in float32
     x = x[:, 0] if self.pooling == "cls" else x.mean(axis=1)    # (B, D)
     self.sow("intermediates", "pre_logits", x)
     if not self.num_classes:
       return x
-    logits = nn.Dense(self.num_classes, kernel_init=nn.initializers.zeros,
-                      dtype=self.dtype, param_dtype=self.param_dtype, name="head")(x)
-    return logits.astype(jnp.float32)
+    return nn.Dense(self.num_classes, kernel_init=nn.initializers.zeros,
+                    dtype=x.dtype, param_dtype=self.param_dtype, name="head")(x)
