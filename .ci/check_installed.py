@@ -57,13 +57,14 @@ def build_registered_models() -> dict[str, int]:
   import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
   from vit_spectral.configs import common  # pylint: disable=import-outside-toplevel
   from vit_spectral.models import MODEL_NAMES, build_model  # pylint: disable=import-outside-toplevel
+  from vit_spectral.training import trainer  # pylint: disable=import-outside-toplevel
   counts = {}
   for name in MODEL_NAMES:
     model = build_model(common.model_config(variant=name), num_classes=10)
     side = 2 * model.patch_size  # 4 patches: enough to build every layer.
     images = jax.ShapeDtypeStruct((1, side, side, 3), jnp.float32)
     shapes = jax.eval_shape(model.init, jax.random.key(0), images)
-    counts[name] = sum(leaf.size for leaf in jax.tree.leaves(shapes["params"]))
+    counts[name] = trainer.count_params(shapes["params"])
   return counts
 
 

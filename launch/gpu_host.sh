@@ -10,7 +10,9 @@
 #   launch/gpu_host.sh --setup -- --config=cifar100_vit \
 #       --config.input.data_dir=$HOME/tensorflow_datasets --workdir=workdir/c100
 #
-# --setup installs `uv` with the system pip (`pip install --user`) unless
+# --setup installs `uv` with the system pip (`pip install --user`, with
+# --break-system-packages where the system Python is externally managed,
+# PEP 668: Ubuntu 24.04, Debian 12; uv alone goes to ~/.local) unless
 # `python3 -m uv` already works, makes the virtual environment --venv (relative
 # to the checkout) with `uv venv --python 3.11 --seed` (uv downloads a
 # standalone CPython when the host has no 3.11: the dependencies need >= 3.11),
@@ -51,7 +53,7 @@ run() {
 }
 
 if [[ "$SETUP" == 1 ]]; then
-  run bash -c 'python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install --user --quiet uv'
+  run bash -c 'python3 -m uv --version >/dev/null 2>&1 || { python3 -m pip install --user --quiet uv || python3 -m pip install --user --quiet --break-system-packages uv; }'
   run python3 -m uv venv --python "$PYTHON" --seed --allow-existing "$VENV"
   run "$VENV/bin/python" -m pip install --quiet -c "$ROOT/constraints.txt" -e "$ROOT[cuda12]"
 elif [[ "$PRINT_ONLY" == 0 && ! -x "$VENV/bin/python" ]]; then

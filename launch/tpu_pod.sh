@@ -77,6 +77,7 @@ VENV_PYTHON="$(quote "$VENV")/bin/python"
 if [[ "$SETUP" == 1 ]]; then
   if [[ "$PRINT_ONLY" == 1 ]]; then
     ARCHIVE_DIR="${TMPDIR:-/tmp}/vit_spectral_launch"
+    run mkdir -p "$ARCHIVE_DIR"
   else
     ARCHIVE_DIR="$(mktemp -d)"
     trap 'rm -rf "$ARCHIVE_DIR"' EXIT
@@ -87,7 +88,7 @@ if [[ "$SETUP" == 1 ]]; then
   run "${GCLOUD[@]}" scp "$ARCHIVE" "$TPU:/tmp/vit_spectral.tar.gz" --worker=all "${COMMON[@]}"
   run "${GCLOUD[@]}" ssh "$TPU" --worker=all "${COMMON[@]}" --command="set -e
 mkdir -p $REPO_Q && tar -xzf /tmp/vit_spectral.tar.gz -C $REPO_Q && cd $REPO_Q
-python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install --user --quiet uv
+python3 -m uv --version >/dev/null 2>&1 || { python3 -m pip install --user --quiet uv || python3 -m pip install --user --quiet --break-system-packages uv; }
 python3 -m uv venv --python $(quote "$PYTHON") --seed --allow-existing $(quote "$VENV")
 $VENV_PYTHON -m pip install --quiet -c constraints.txt -e '.[tpu]'"
 fi

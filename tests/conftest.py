@@ -1,15 +1,17 @@
-"""Test-wide setup: 8 fake CPU devices (set before JAX is imported) and quiet TF."""
+"""Test-wide setup: 8 fake CPU devices and cheap compiles (`cpu_flags`, set before
+JAX is imported) and quiet TF."""
 
 import os
 import sys
 
-os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
-                           " --xla_force_host_platform_device_count=8").strip()
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
-
 # The repo root, so the tests import the checkout even where it is not installed.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from tests.cpu_flags import xla_flags  # noqa: E402
+
+os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + xla_flags(8)).strip()
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import jax  # noqa: E402
 

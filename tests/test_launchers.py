@@ -135,10 +135,11 @@ def test_tpu_print_only_prints_every_command_and_runs_no_gcloud(fake_gcloud):
   assert result.returncode == 0, result.stderr
   assert not log.exists()
   lines = result.stdout.splitlines()
-  assert [line.split()[0] for line in lines] == ["tar", "gcloud", "gcloud", "gcloud"]
-  assert [line.split()[4] for line in lines[1:]] == ["scp", "ssh", "ssh"]
-  assert "uv venv --python 3.11 --seed" in lines[2]
-  assert ".venv/bin/python train.py --distributed --config=digits_vit" in lines[3]
+  assert [line.split()[0] for line in lines] == ["mkdir", "tar", "gcloud", "gcloud", "gcloud"]
+  assert lines[1].split("-czf ")[1].startswith(lines[0].split()[-1])  # tar into that folder
+  assert [line.split()[4] for line in lines[2:]] == ["scp", "ssh", "ssh"]
+  assert "uv venv --python 3.11 --seed" in lines[3]
+  assert ".venv/bin/python train.py --distributed --config=digits_vit" in lines[4]
 
 
 def test_gpu_host_print_only_makes_venv_and_installs_cuda12_extra_once(tmp_path):

@@ -38,13 +38,13 @@ _DISTRIBUTED = flags.DEFINE_bool(
     "distributed", False, "Call jax.distributed.initialize() (multi-host runs).")
 _COORDINATOR = flags.DEFINE_string(
     "coordinator_address", None, "host:port of process 0's coordinator "
-    "(with --distributed; auto-detected when omitted).")
+    "(implies --distributed; auto-detected when omitted).")
 _NUM_PROCESSES = flags.DEFINE_integer(
-    "num_processes", None, "Number of processes (with --distributed; "
+    "num_processes", None, "Number of processes (implies --distributed; "
     "auto-detected when omitted).")
 _PROCESS_ID = flags.DEFINE_integer(
     "process_id", None, "This process's index in [0, num_processes) "
-    "(with --distributed; auto-detected when omitted).")
+    "(implies --distributed; auto-detected when omitted).")
 _DRY_RUN = flags.DEFINE_bool(
     "dry_run", False, "Validate the config, build the mesh, compile the sharded "
     "train step on abstract inputs, print the parameter count, FLOPs and memory "
@@ -60,14 +60,21 @@ class _QuietLibraries(std_logging.Filter):
 
 
 def resolve_recipe_names(argv: list[str]) -> list[str]:
-  """`--config=NAME[:arg]` with NAME a shipped recipe -> its file path."""
-  resolved = []
-  for arg in argv:
+  """`--config=NAME[:arg]` (or `--config NAME[:arg]`) with NAME a shipped recipe
+  -> its file path."""
+
+  def resolve(value: str) -> str:
+    name, colon, rest = value.partition(":")
+    if name in recipes.recipe_names() and not os.path.exists(name):
+      return f"{recipes.recipe_path(name)}{colon}{rest}"
+    return value
+
+  resolved = list(argv)
+  for i, arg in enumerate(argv):
     if arg.startswith("--config="):
-      name, colon, rest = arg[len("--config="):].partition(":")
-      if name in recipes.recipe_names() and not os.path.exists(name):
-        arg = f"--config={recipes.recipe_path(name)}{colon}{rest}"
-    resolved.append(arg)
+      resolved[i] = "--config=" + resolve(arg[len("--config="):])
+    elif arg == "--config" and i + 1 < len(argv):
+      resolved[i + 1] = resolve(argv[i + 1])
   return resolved
 
 
@@ -88,8 +95,11 @@ def main(argv):
 
   import jax  # pylint: disable=import-outside-toplevel
   from vit_spectral.training import distributed  # pylint: disable=import-outside-toplevel
-  distributed.initialize(_DISTRIBUTED.value, coordinator_address=_COORDINATOR.value,
-                         num_processes=_NUM_PROCESSES.value, process_id=_PROCESS_ID.value)
+  try:
+    distributed.initialize(_DISTRIBUTED.value, coordinator_address=_COORDINATOR.value,
+                           num_processes=_NUM_PROCESSES.value, process_id=_PROCESS_ID.value)
+  except ValueError as e:  # inconsistent cluster flags
+    sys.exit(str(e))
   logging.info("JAX process %d of %d, %d local devices: %s", jax.process_index(),
                jax.process_count(), jax.local_device_count(), jax.devices())
   if _DRY_RUN.value:

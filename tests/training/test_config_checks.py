@@ -98,8 +98,8 @@ def test_invalid_values_name_the_field(change, match):
     (4, {}, 8, 1, "multiple of 8 .*the nearest valid sizes are 8$"),
     (30, {"model": 2}, 8, 1, r"multiple of 4 \(the 4 data-parallel devices of "
                             r"config.mesh=\{'data': -1, 'model': 2\} on 8 devices\); .*28 or 32$"),
-    # 2 processes of 2 devices each, and a (1, 4) mesh: rows must split per process.
-    (3, {"data": 1, "model": 4}, 4, 2, "multiple of 2 .* and the 2 processes.*2 or 4$"),
+    # 2 processes of 2 devices each: rows split over the data axis and the processes.
+    (6, {"data": 4, "model": 1}, 4, 2, "multiple of 4 .* and the 2 processes.*4 or 8$"),
 ])
 def test_a_train_batch_that_does_not_split_names_the_nearest_sizes(batch, mesh, devices,
                                                                    processes, match):
@@ -109,6 +109,16 @@ def test_a_train_batch_that_does_not_split_names_the_nearest_sizes(batch, mesh, 
   mesh_settings = dataclasses.replace(settings.mesh, **mesh)
   with pytest.raises(ValueError, match=r"^input.batch_size=.*" + match):
     config_checks.check_train_batch(settings.input, mesh_settings, devices, processes)
+
+
+def test_a_data_axis_that_does_not_span_the_processes_is_refused():
+  # 2 processes of 2 devices and a (1, 4) mesh: the batch would be replicated
+  # across processes that each hold different rows.
+  settings = training_settings(digits_vit.get_config())
+  mesh = dataclasses.replace(settings.mesh, data=1, model=4)
+  with pytest.raises(ValueError, match=r"^config.mesh=\{'data': 1, 'model': 4\} puts 1 "
+                     "devices on the data axis, which must be a multiple of the 2 processes"):
+    config_checks.check_train_batch(settings.input, mesh, 4, 2)
 
 
 def test_the_eval_batch_is_rounded_up_to_the_mesh_and_logged(caplog):
@@ -123,8 +133,8 @@ def test_the_eval_batch_is_rounded_up_to_the_mesh_and_logged(caplog):
       "masked: every example counts once)"]
   assert config_checks.validate_config(config, num_devices=2).input.eval_batch_size == 250
   settings = training_settings(config)
-  rounded = config_checks.round_eval_batch(settings.input, settings.mesh, 4, 3)
-  assert rounded.eval_batch_size == 252  # lcm(4 devices, 3 processes) = 12
+  rounded = config_checks.round_eval_batch(settings.input, settings.mesh, 6, 3)
+  assert rounded.eval_batch_size == 252  # 6 devices, 2 per process
 
 
 def test_unknown_config_argument_lists_the_valid_ones():

@@ -15,6 +15,7 @@ import subprocess
 import sys
 
 import pytest
+from tests.cpu_flags import xla_flags
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEVICE_COUNTS = (1, 2, 4, 8, 16)
@@ -63,9 +64,7 @@ def dry_run_recipes(shard: int, num_shards: int):
 
 def _subprocess_env(num_devices: int) -> dict[str, str]:
   env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3", JAX_PLATFORMS="cpu")
-  # Per-op LLVM emitters cost most of a CPU compile; the plain ones are ~5x faster.
-  env["XLA_FLAGS"] = (f"--xla_force_host_platform_device_count={num_devices} "
-                      "--xla_cpu_use_fusion_emitters=false")
+  env["XLA_FLAGS"] = xla_flags(num_devices)
   return env
 
 

@@ -32,8 +32,8 @@ with the process order swapped (tried once) is off by 3e-3 on first moments of
 7e-4, i.e. by its own size. One leaf is exempt: the attention key bias, whose
 gradient is exactly zero (adding q.b to every score of a query leaves its
 softmax unchanged), so what it holds is rounding noise that Adam rescales
-(seen: differences of 3e-6 on values of 9e-6); it is only held to the steps'
-summed learning rate.
+(seen: differences of 3e-6 on values of 9e-6); it and its moments are not
+compared.
 """
 
 import json
@@ -46,7 +46,6 @@ import time
 
 import jax
 import numpy as np
-import orbax.checkpoint as ocp
 import pytest
 import tensorflow as tf
 
@@ -54,6 +53,7 @@ from vit_spectral import data
 from vit_spectral.configs import digits_vit
 from vit_spectral.data import input_pipeline
 from vit_spectral.training import checkpointing, distributed, sharding, trainer
+from tests.cpu_flags import xla_flags
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STEPS, BATCH, PROCESSES = 4, 32, 2
@@ -122,7 +122,7 @@ def _start_processes(tmp_path, data_dir, workdir):
   entry.write_text(ENTRY)
   env = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3",
              PYTHONPATH=ROOT, MULTIPROCESS_TEST_OUT=str(tmp_path),
-             XLA_FLAGS="--xla_force_host_platform_device_count=4",
+             XLA_FLAGS=xla_flags(4),
              JAX_DISABLE_MOST_OPTIMIZATIONS="1")  # as conftest sets for the reference
   address = f"localhost:{_free_port()}"
   procs = []
@@ -192,9 +192,8 @@ def _restore_on_one_process(workdir):
   trainer resumes (`Checkpointer.restore` onto shardings of this process's mesh)."""
   ckpt = checkpointing.Checkpointer(os.path.join(workdir, "checkpoints"), save_every=1)
   step = ckpt.latest_step()
-  stored = ocp.StandardCheckpointer().metadata(
-      os.path.join(workdir, "checkpoints", str(step), "default")).item_metadata.tree
-  abstract = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), stored)
+  abstract = checkpointing.stored_structure(
+      os.path.join(workdir, "checkpoints", str(step), "default"))
   mesh = sharding.make_mesh({"data": -1, "model": 1})
   state = ckpt.restore(step, abstract, jax.tree_util.tree_map(
       lambda _: sharding.replicated(mesh), abstract))
@@ -247,14 +246,18 @@ def test_two_processes_train_like_one_with_8_devices(tmp_path, monkeypatch):
   ref_leaves = jax.tree_util.tree_leaves_with_path(ref_state)
   two_leaves = jax.tree_util.tree_leaves_with_path(two_state)
   assert [p for p, _ in ref_leaves] == [p for p, _ in two_leaves]
+  skipped = []
   for (path, ref), (_, two) in zip(ref_leaves, two_leaves):  # params, moments, step
     name = jax.tree_util.keystr(path)
     ref, two = np.asarray(ref), np.asarray(two)
     if "['key']['bias']" in name:
-      atol = STEPS * config.optim.learning_rate
-    else:
-      atol = RTOL * np.abs(ref).max()
-    np.testing.assert_allclose(two, ref, rtol=0, atol=atol, err_msg=name)
+      # Not compared: its true gradient is exactly zero (softmax ignores a
+      # constant added to every score), so the leaf and its Adam moments hold
+      # only rounding noise, which Adam scales up to lr per step.
+      skipped.append(name)
+      continue
+    np.testing.assert_allclose(two, ref, rtol=0, atol=RTOL * np.abs(ref).max(), err_msg=name)
+  assert len(skipped) == 3, skipped  # the bias, its first and second moments
   # Not vacuous: the head starts at zero and was trained.
   assert np.abs(restored["['head']['kernel']"]).max() > 0
   final = [json.loads((tmp_path / d / "final_metrics.json").read_text())

@@ -24,6 +24,7 @@ import pytest
 
 from vit_spectral import data
 from vit_spectral.training.checkpointing import latest_params
+from tests.cpu_flags import xla_flags
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOTAL, EVERY = 24, 4
@@ -54,7 +55,7 @@ def _env(data_dir):
              TFDS_DATA_DIR=data_dir)
   # One CPU device and cheap compiles (as conftest does for in-process tests):
   # the guarantee under test is about the data, RNG, mixing and EMA streams.
-  env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=1"
+  env["XLA_FLAGS"] = xla_flags(1)
   env["JAX_DISABLE_MOST_OPTIMIZATIONS"] = "1"
   return env
 

@@ -6,7 +6,7 @@ Launch (CPU, a few minutes on 2 cores):
 
 Expected: >= 95% test accuracy on the 360 held-out digits (the target; the
 paper's CIFAR-10 model reaches 93.8%); seed 0 reached 98.3% at batch 100, 97.2%
-at batch 128. `python benchmarks/attention_conv.py` trains
+at batch 128. `python benchmarks/attention_conv_digits.py` trains
 it and plots the attention centres.
 
 Model: 2×2 space-to-depth stem on the 8×8 image (4×4 = 16 tokens), no CLS token,

@@ -308,7 +308,10 @@ def _options() -> tf.data.Options:
   options = tf.data.Options()
   options.deterministic = True
   options.autotune.enabled = False
-  options.autotune.initial_parallelism = os.cpu_count() or 1
+  # The cores this process may use (a container's or taskset's share).
+  cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+           else os.cpu_count() or 1)
+  options.autotune.initial_parallelism = cores
   return options
 
 
@@ -330,8 +333,12 @@ def train_split(cfg: InputSettings | Any, builder: tfds.core.DatasetBuilder) -> 
     return cfg.train_split
   total = _num_examples(_read_records(builder, cfg.train_split),
                         "config.input.train_split")
-  count = max(int(round(cfg.train_fraction * total)), 1)
-  return f"{cfg.train_split}[:{count}]"
+  return f"{cfg.train_split}[:{fraction_count(cfg.train_fraction, total)}]"
+
+
+def fraction_count(fraction: float, total: int) -> int:
+  """How many of `total` examples a `train_fraction` keeps: round(f * N), >= 1."""
+  return max(int(round(fraction * total)), 1)
 
 
 def dataset_meta(cfg: InputSettings | Any) -> DatasetMeta:
@@ -389,7 +396,7 @@ def planned_meta(cfg: InputSettings | Any) -> DatasetMeta:
       name=cfg.dataset,
       num_classes=builder.info.features["label"].num_classes,
       image_shape=(cfg.image_size, cfg.image_size, _channels(builder)),
-      num_train_examples=max(int(round(cfg.train_fraction * num_train)), 1),
+      num_train_examples=fraction_count(cfg.train_fraction, num_train),
       num_eval_examples=_shipped_split_size(builder, cfg.eval_split, "eval_split"),
   )
 

@@ -27,7 +27,7 @@ implementation, but (1) it draws with stateful `tf.random.uniform`, so the
 ops cannot take our per-example stateless seeds and a resumed run would see
 different augmentations, and (2) the package pins its own TensorFlow and pulls
 in tens of dependencies (tf-text, opencv, pycocotools, ...), minutes of extra
-install on a fresh CI machine and a TF version clash with tensorflow-cpu.
+install on a fresh CI machine and a TF version clash with ours.
 keras-cv's RandAugment is a Keras 3 layer drawing from a seed-generator per
 batch, also not per-example stateless. So the ops are written here with
 stateless seeds, following timm's definitions (the ones DeiT trained with).

@@ -430,7 +430,7 @@ class ViT(nn.Module):
       param_dtype: parameter dtype (`model.param_dtype`, keep float32).
 
   Mixed precision (`model.dtype="bfloat16"`, the one switch; the CIFAR and
-  ImageNet recipes' default, `configs/common.py`): parameters stay in
+  ImageNet recipes' default, `vit_spectral/configs/common.py`): parameters stay in
   `param_dtype` (float32) and are cast to bf16 where they are used, so the
   optimizer, its state and the checkpoints are float32. The patch embedding,
   the token stream between blocks (the scan carry) and every projection, MLP

@@ -58,6 +58,14 @@ class Checkpointer:
     self.manager.close()
 
 
+def stored_structure(item_dir: str) -> Any:
+  """The tree saved in `item_dir` (a step's `default` item) as ShapeDtypeStructs,
+  read from the checkpoint's metadata alone."""
+  stored = ocp.StandardCheckpointer().metadata(item_dir).item_metadata.tree
+  return jax.tree_util.tree_map(lambda leaf: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype),
+                                stored)
+
+
 def latest_params(workdir: str, step: int | None = None,
                   key: str = "params") -> tuple[Any, int]:
   """The parameters saved in a trainer workdir, as host arrays, and their step.
@@ -82,8 +90,8 @@ def latest_params(workdir: str, step: int | None = None,
   path = os.path.join(directory, str(step), "default")
   # A NumPy target: read onto the host, whatever devices and processes wrote it
   # (without a target orbax looks for the writers' devices and fails elsewhere).
-  stored = ocp.StandardCheckpointer().metadata(path).item_metadata.tree
-  target = jax.tree_util.tree_map(lambda leaf: np.empty(leaf.shape, leaf.dtype), stored)
+  target = jax.tree_util.tree_map(lambda leaf: np.empty(leaf.shape, leaf.dtype),
+                                  stored_structure(path))
   state = ocp.StandardCheckpointer().restore(path, target)
   if state.get(key) is None:
     raise KeyError(f"the checkpoint at step {step} has no {key!r} (keys: {sorted(state)})")

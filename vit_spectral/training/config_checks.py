@@ -43,8 +43,20 @@ def validate_model(model_config, image_size: int, channels: int = 3) -> None:
 def batch_unit(mesh: MeshSettings, num_devices: int, process_count: int) -> int:
   """What every global batch must be a multiple of: the data-parallel size of
   `mesh` on `num_devices` devices and the process count (each process reads
-  batch // process_count rows)."""
-  return math.lcm(mesh.shape(num_devices)[0], process_count)
+  batch // process_count rows).
+
+  Raises:
+    ValueError: the "data" axis does not span the processes (each process's
+      rows must land on its own devices: a batch replicated across processes
+      would silently hold different rows on each).
+  """
+  data = mesh.shape(num_devices)[0]
+  settings_lib.require(
+      data % process_count == 0,
+      f"config.mesh={mesh.sizes()} puts {data} devices on the data axis, which "
+      f"must be a multiple of the {process_count} processes (each reads its own "
+      "rows of the batch): give the data axis more devices or the model axis fewer")
+  return math.lcm(data, process_count)
 
 
 def _unit_reason(mesh: MeshSettings, num_devices: int, process_count: int) -> str:
