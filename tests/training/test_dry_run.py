@@ -6,7 +6,8 @@ The dry runs go in two subprocesses (one per core) with 16 fake CPU devices
 (this file run as a script), meshes on the first n of them: compiled on 16,
 planned (every check that depends on the device count) on 1, 2, 4 and 8. Only depth (1 block) and image size (at
 most 32²) are shrunk, for compile time; batches and meshes are the recipes'.
-No shipped recipe sets a model axis (config.mesh.model is 1 in all).
+No shipped recipe sets a model axis (config.mesh.model is 1 in all): DeiT-S is
+also compiled on a (data 8, model 2) mesh.
 """
 
 import json
@@ -20,6 +21,7 @@ from tests.cpu_flags import xla_flags
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEVICE_COUNTS = (1, 2, 4, 8, 16)
 MAX_IMAGE_SIZE = 32
+TENSOR_PARALLEL_RECIPE = "imagenet_deit"
 
 
 def shrunk_config(name: str):
@@ -60,6 +62,12 @@ def dry_run_recipes(shard: int, num_shards: int):
       except Exception as e:  # noqa: BLE001 - reported to the test, which fails
         row.update(error=repr(e))
       print(json.dumps(row), flush=True)
+  if shard == 0:  # one tensor-parallel compile: DeiT-S on a (data 8, model 2) mesh
+    config = shrunk_config(TENSOR_PARALLEL_RECIPE)
+    config.mesh.model = 2
+    report = dry_run.dry_run(config, jax.devices()[:16])
+    print(json.dumps(dict(name=TENSOR_PARALLEL_RECIPE, devices="16 model 2",
+                          mesh=report.mesh_shape, memory=report.memory)), flush=True)
 
 
 def _subprocess_env(num_devices: int) -> dict[str, str]:
@@ -91,6 +99,7 @@ def every_recipe_report():
 
 def test_every_recipe_passes_the_dry_run_on_1_to_16_devices(every_recipe_report):
   rows, names = every_recipe_report
+  rows = {key: row for key, row in rows.items() if key[1] in DEVICE_COUNTS}
   assert set(rows) == {(name, n) for name in names for n in DEVICE_COUNTS}
   errors = {key: row["error"] for key, row in rows.items() if "error" in row}
   assert not errors, errors
@@ -108,6 +117,15 @@ def test_every_recipe_passes_the_dry_run_on_1_to_16_devices(every_recipe_report)
     # optimizer state, its rows of the batch).
     assert compiled["memory"]["argument"] > 4 * compiled["params"], name
     assert compiled["memory"]["total"] >= compiled["memory"]["argument"], name
+
+
+def test_a_model_axis_compiles_and_splits_the_parameters(every_recipe_report):
+  rows, _ = every_recipe_report
+  tensor_parallel = rows[(TENSOR_PARALLEL_RECIPE, "16 model 2")]
+  assert tensor_parallel["mesh"] == {"data": 8, "model": 2}
+  # Heads and MLP units split over "model": less per device than data parallel.
+  data_parallel = rows[(TENSOR_PARALLEL_RECIPE, 16)]
+  assert tensor_parallel["memory"]["argument"] < data_parallel["memory"]["argument"]
 
 
 def test_the_16_device_eval_batches_are_rounded_up(every_recipe_report):
