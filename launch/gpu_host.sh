@@ -42,18 +42,11 @@ done
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 [[ "$VENV" == /* ]] || VENV="$ROOT/$VENV"
 
-# Runs a command, or with --print_only prints it (shell-quoted) instead.
-run() {
-  if [[ "$PRINT_ONLY" == 1 ]]; then
-    printf '%q ' "$@" | sed 's/ $//'
-    echo
-  else
-    "$@"
-  fi
-}
+# run (prints instead with --print_only) and UV_SETUP.
+source "$(dirname "$0")/print_or_run.sh"
 
 if [[ "$SETUP" == 1 ]]; then
-  run bash -c 'python3 -m uv --version >/dev/null 2>&1 || { python3 -m pip install --user --quiet uv || python3 -m pip install --user --quiet --break-system-packages uv; }'
+  run bash -c "$UV_SETUP"
   run python3 -m uv venv --python "$PYTHON" --seed --allow-existing "$VENV"
   run "$VENV/bin/python" -m pip install --quiet -c "$ROOT/constraints.txt" -e "$ROOT[cuda12]"
 elif [[ "$PRINT_ONLY" == 0 && ! -x "$VENV/bin/python" ]]; then

@@ -58,15 +58,8 @@ GCLOUD=(gcloud compute tpus tpu-vm)
 COMMON=(--zone="$ZONE")
 [[ -n "$PROJECT" ]] && COMMON+=(--project="$PROJECT")
 
-# Runs a command, or with --print_only prints it (shell-quoted) instead.
-run() {
-  if [[ "$PRINT_ONLY" == 1 ]]; then
-    printf '%q ' "$@" | sed 's/ $//'
-    echo
-  else
-    "$@"
-  fi
-}
+# run (prints instead with --print_only) and UV_SETUP.
+source "$(dirname "$0")/print_or_run.sh"
 
 # One word for the remote shell.
 quote() { printf '%q' "$1"; }
@@ -88,7 +81,7 @@ if [[ "$SETUP" == 1 ]]; then
   run "${GCLOUD[@]}" scp "$ARCHIVE" "$TPU:/tmp/vit_spectral.tar.gz" --worker=all "${COMMON[@]}"
   run "${GCLOUD[@]}" ssh "$TPU" --worker=all "${COMMON[@]}" --command="set -e
 mkdir -p $REPO_Q && tar -xzf /tmp/vit_spectral.tar.gz -C $REPO_Q && cd $REPO_Q
-python3 -m uv --version >/dev/null 2>&1 || { python3 -m pip install --user --quiet uv || python3 -m pip install --user --quiet --break-system-packages uv; }
+$UV_SETUP
 python3 -m uv venv --python $(quote "$PYTHON") --seed --allow-existing $(quote "$VENV")
 $VENV_PYTHON -m pip install --quiet -c constraints.txt -e '.[tpu]'"
 fi
