@@ -15,7 +15,6 @@ trainer uses through `validate_config`'s result.
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import jax
 import jax.numpy as jnp
@@ -42,8 +41,8 @@ def validate_model(model_config, image_size: int, channels: int = 3) -> None:
 
 def batch_unit(mesh: MeshSettings, num_devices: int, process_count: int) -> int:
   """What every global batch must be a multiple of: the data-parallel size of
-  `mesh` on `num_devices` devices and the process count (each process reads
-  batch // process_count rows).
+  `mesh` on `num_devices` devices, itself a multiple of the process count (each
+  process reads batch // process_count rows onto its own devices).
 
   Raises:
     ValueError: the "data" axis does not span the processes (each process's
@@ -56,7 +55,7 @@ def batch_unit(mesh: MeshSettings, num_devices: int, process_count: int) -> int:
       f"config.mesh={mesh.sizes()} puts {data} devices on the data axis, which "
       f"must be a multiple of the {process_count} processes (each reads its own "
       "rows of the batch): give the data axis more devices or the model axis fewer")
-  return math.lcm(data, process_count)
+  return data
 
 
 def _unit_reason(mesh: MeshSettings, num_devices: int, process_count: int) -> str:

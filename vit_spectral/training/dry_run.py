@@ -6,12 +6,12 @@ without data, without writing anything, in the time of one compile.
   print(report.summary())
   plan(config, devices)                           # device-count checks only
 
-Steps: `config_checks.validate_config` (every field; the train batch must split
-over the data-parallel devices, the eval batch is rounded up), the mesh on the
-devices, the data set's classes, channels and split sizes from
-`input_pipeline.planned_meta` (TFDS builder features and the shipped split
-sizes: nothing is read, prepared or downloaded), then the trainer's own
-sharded train step (`trainer.sharded_steps`) lowered and compiled on abstract
+Steps: the trainer's own `trainer.set_up` (`config_checks.validate_config`:
+every field, the train batch must split over the data-parallel devices, the
+eval batch is rounded up; the mesh on the devices; the data set's classes,
+channels and split sizes from `input_pipeline.planned_meta`: TFDS builder
+features and the shipped split sizes, nothing read, prepared or downloaded;
+the sharded steps), then its train step lowered and compiled on abstract
 inputs: ShapeDtypeStructs that carry their shardings. The report holds the
 parameter count, XLA's FLOP count of one step and each device's memory.
 """
@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 
 from vit_spectral.data import input_pipeline
-from vit_spectral.training import config_checks, durations, run_settings, sharding, trainer
+from vit_spectral.training import run_settings, sharding, trainer
 
 # Per-device buffers of the compiled step (jax's CompiledMemoryStats fields).
 MEMORY_FIELDS = ("argument", "output", "temp", "alias")
@@ -142,20 +142,13 @@ def plan(config: Any, devices: Sequence[jax.Device] | None = None) -> Plan:
       batch the mesh cannot split.
     DatasetNotPreparedError: the data set's split sizes are unknown without it.
   """
-  devices = list(jax.devices() if devices is None else devices)
-  sections = config_checks.validate_config(config, num_devices=len(devices))
-  mesh = sharding.make_mesh(sections.mesh, devices)
-  meta = input_pipeline.planned_meta(sections.input)
-  run, optim_settings = durations.resolve(
-      sections.run, sections.optim, batch_size=sections.input.batch_size,
-      num_train_examples=meta.num_train_examples)
-  steps = trainer.sharded_steps(config.model, run, optim_settings, sections.mixup,
-                                mesh, meta, batch_size=sections.input.batch_size)
+  setup = trainer.set_up(config, devices, meta_fn=input_pipeline.planned_meta)
   state = jax.tree_util.tree_map(
       lambda leaf, s: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=s),
-      steps.abstract_state, steps.state_sharding)
-  return Plan(sections, mesh, meta, run.total_steps, steps, state,
-              abstract_batch(sections.input.batch_size, meta.image_shape, mesh))
+      setup.steps.abstract_state, setup.steps.state_sharding)
+  batch = abstract_batch(setup.sections.input.batch_size, setup.meta.image_shape, setup.mesh)
+  return Plan(setup.sections, setup.mesh, setup.meta, setup.run.total_steps, setup.steps,
+              state, batch)
 
 
 def dry_run(config: Any, devices: Sequence[jax.Device] | None = None) -> DryRunReport:

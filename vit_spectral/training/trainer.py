@@ -36,7 +36,7 @@ from vit_spectral.training import checkpointing, config_checks, optim, sharding,
 from vit_spectral.training import durations, mixing, robustness
 from vit_spectral.data import input_pipeline
 from vit_spectral.models import build_model
-from vit_spectral.training.run_settings import RunSettings, run_settings
+from vit_spectral.training.run_settings import RunSettings, TrainingSettings, run_settings
 from vit_spectral.training.train_state import TrainState
 
 
@@ -181,6 +181,49 @@ def sharded_steps(model_config, run: RunSettings, optim_settings: optim.OptimSet
                       train_step, eval_step)
 
 
+@dataclasses.dataclass(frozen=True)
+class RunSetup:
+  """What a run is built from before it reads data or writes anything (`set_up`).
+
+  Attributes:
+    sections: the config's typed sections (eval batch rounded to the mesh).
+    mesh: the device mesh.
+    meta: the data set as the model sees it.
+    run: the run settings with durations in steps (epochs converted).
+    steps: the model's state and jitted steps on the mesh (`sharded_steps`).
+  """
+
+  sections: TrainingSettings
+  mesh: jax.sharding.Mesh
+  meta: input_pipeline.DatasetMeta
+  run: RunSettings
+  steps: ShardedSteps
+
+
+def set_up(config, devices=None,
+           meta_fn: Callable[[Any], input_pipeline.DatasetMeta] = input_pipeline.dataset_meta
+           ) -> RunSetup:
+  """Validates `config`, builds the mesh over `devices` (default: all), reads
+  the data set's facts with `meta_fn` (the dry run passes
+  `input_pipeline.planned_meta`: no data needed), converts epochs to steps and
+  jits the sharded steps. Shared by `train_and_evaluate` and `dry_run.plan`.
+
+  Raises:
+    ValueError: an invalid field (one line naming it).
+  """
+  devices = list(jax.devices() if devices is None else devices)
+  sections = config_checks.validate_config(config, num_devices=len(devices))
+  mesh = sharding.make_mesh(sections.mesh, devices)
+  meta = meta_fn(sections.input)
+  # Epoch-valued cadences (eval/checkpoint/warmup/cooldown) -> steps.
+  run, optim_settings = durations.resolve(
+      sections.run, sections.optim, batch_size=sections.input.batch_size,
+      num_train_examples=meta.num_train_examples)
+  steps_on_mesh = sharded_steps(config.model, run, optim_settings, sections.mixup, mesh,
+                                meta, batch_size=sections.input.batch_size)
+  return RunSetup(sections, mesh, meta, run, steps_on_mesh)
+
+
 def train_and_evaluate(config, workdir: str) -> dict[str, float]:
   """Trains `config` in `workdir` (resuming if it holds a checkpoint).
 
@@ -188,26 +231,19 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
     The final evaluation metrics ({"eval_loss", "eval_accuracy"}, plus
     "eval_ema_*" with EMA and the "corrupt_*" metrics with config.robustness).
   """
-  sections = config_checks.validate_config(config)  # every section, typed
+  # Every section checked and typed, the mesh, the data set, the jitted steps:
+  # all before the workdir is written.
+  setup = set_up(config)
+  sections, mesh, meta, run = setup.sections, setup.mesh, setup.meta, setup.run
   input_config = sections.input
+  total_steps = run.total_steps
   epath.Path(workdir).mkdir(parents=True, exist_ok=True)
   writer = metric_writers.create_default_writer(
       workdir, just_logging=jax.process_index() > 0)
   _write_config(config, workdir)
-
-  # Mesh and input.
-  mesh = sharding.make_mesh(sections.mesh)
-  meta = input_pipeline.dataset_meta(input_config)
-  # Epoch-valued cadences (eval/checkpoint/warmup/cooldown) -> steps.
-  run, optim_settings = durations.resolve(
-      sections.run, sections.optim, batch_size=input_config.batch_size,
-      num_train_examples=meta.num_train_examples)
-  total_steps = run.total_steps
   logging.info("mesh %s; data set %s; %d train steps", dict(mesh.shape), meta, total_steps)
 
-  # Model, optimizer, abstract state, shardings and the jitted steps.
-  jitted = sharded_steps(config.model, run, optim_settings, sections.mixup, mesh,
-                         meta, batch_size=input_config.batch_size)
+  jitted = setup.steps
   abstract_state, state_sharding = jitted.abstract_state, jitted.state_sharding
   train_step, eval_step = jitted.train_step, jitted.eval_step
   num_params = count_params(abstract_state.params)
