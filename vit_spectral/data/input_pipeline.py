@@ -30,9 +30,8 @@ from vit_spectral.data import randaugment as randaugment_lib
 from vit_spectral.data.input_settings import (  # noqa: F401
     EVAL_RESIZES, TRAIN_AUGMENTS, InputSettings, input_settings)
 
-# Data sets we ship configs/recipes for; any other prepared TFDS name works.
-SHIPPED_DATASETS = ("digits", "cifar10", "cifar100", "imagenet2012")
-# Their split sizes (the TFDS catalog's; digits.py's), for `planned_meta`.
+# The data sets we ship recipes for (any other prepared TFDS name works) and
+# their split sizes (the TFDS catalog's; digits.py's), for `planned_meta`.
 SHIPPED_SPLIT_SIZES = {
     "digits": {"train": digits_lib.NUM_TRAIN_EXAMPLES,
                "test": digits_lib.NUM_TEST_EXAMPLES},
@@ -40,6 +39,7 @@ SHIPPED_SPLIT_SIZES = {
     "cifar100": {"train": 50_000, "test": 10_000},
     "imagenet2012": {"train": 1_281_167, "validation": 50_000},
 }
+SHIPPED_DATASETS = tuple(SHIPPED_SPLIT_SIZES)
 
 # Independent random streams derived from the user's seed, so that changing
 # how examples are shuffled never changes how they are augmented and v.v.
