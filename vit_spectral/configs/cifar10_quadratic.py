@@ -24,7 +24,6 @@ mixed precision, the default; float32).
 """
 
 from vit_spectral.configs import common
-from vit_spectral.data.statistics import dataset_statistics
 
 # Centres (Δ), widths (log α) and Σ^{-1/2} are not weight-decayed (paper 002, §4.1).
 NO_DECAY_PATTERNS = (r"attention/centers$", r"attention/log_alpha$",
@@ -38,16 +37,9 @@ BATCH_SIZE = 128
 def get_config(arg=None):
   args = common.parse_arg(arg, attention="quadratic", epochs=300,
                           dtype=common.ACCELERATOR_DTYPE)
-  stats = dataset_statistics("cifar10")
   config = common.base_config()
-  config.num_epochs = args.epochs
-  config.log_every = 100
-  config.eval_every, config.eval_every_epochs = None, 10
-  config.checkpoint_every, config.checkpoint_every_epochs = None, 10
-  config.input = common.input_config(
-      "cifar10", image_size=32, batch_size=BATCH_SIZE, eval_batch_size=500,
-      train_augment="pad_crop", pad_crop_padding=4, flip=True,
-      mean=stats.mean, std=stats.std)
+  common.epoch_cadences(config, args.epochs, eval_every_epochs=10, checkpoint_every_epochs=10)
+  config.input = common.cifar_input("cifar10", batch_size=BATCH_SIZE, eval_batch_size=500)
   config.model = common.model_config(
       hidden_size=400, depth=6, num_heads=9, mlp_dim=512, patch_size=2,
       stem="space_to_depth", pooling="mean", posemb="none", dropout_rate=0.1,

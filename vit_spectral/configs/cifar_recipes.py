@@ -48,25 +48,15 @@ def _splits(dataset: str) -> tuple[str, str]:
   return SPLITS[dataset]
 
 
-def _epoch_cadences(config: ml_collections.ConfigDict, epochs: float) -> None:
-  config.num_epochs = epochs
-  config.log_every = 100
-  config.eval_every, config.eval_every_epochs = None, 10
-  config.checkpoint_every, config.checkpoint_every_epochs = None, 1
-
-
 def park_kim(dataset: str = "cifar100", *, size: str = "Ti", patch: int = 2,
              epochs: float = 300, batch: int = 0) -> ml_collections.ConfigDict:
   """Paper 003's recipe (Park & Kim 2022) for ViT-<size>/<patch> on `dataset`;
   batch 0 = the recipe's 96."""
   train_split, eval_split = _splits(dataset)
-  stats = dataset_statistics(dataset)
   config = common.base_config()
-  _epoch_cadences(config, epochs)
-  config.input = common.input_config(
-      dataset, image_size=32, batch_size=batch or 96, eval_batch_size=256,
-      train_split=train_split, eval_split=eval_split, train_augment="pad_crop",
-      pad_crop_padding=4, flip=True, mean=stats.mean, std=stats.std)
+  common.epoch_cadences(config, epochs, eval_every_epochs=10)
+  config.input = common.cifar_input(dataset, batch_size=batch or 96, eval_batch_size=256,
+                                    train_split=train_split, eval_split=eval_split)
   config.model = common.model_config(variant=f"{size}/{patch}", drop_path_rate=0.1)
   config.optim = common.optim_config(
       "adamw", learning_rate=1.25e-4, warmup_epochs=5, end_learning_rate=0.0,
@@ -89,7 +79,7 @@ def table10(dataset: str = "cifar10", *, size: str = "Ti", epochs: float = 300,
   table_drop_path, table_batch = TABLE10_SIZES[size]
   stats = dataset_statistics("imagenet2012")  # timm's default, for every data set
   config = common.base_config()
-  _epoch_cadences(config, epochs + TABLE10_COOLDOWN_EPOCHS)
+  common.epoch_cadences(config, epochs + TABLE10_COOLDOWN_EPOCHS, eval_every_epochs=10)
   config.input = common.input_config(
       dataset, image_size=224, batch_size=batch or table_batch, eval_batch_size=256,
       train_split=train_split, eval_split=eval_split,

@@ -13,6 +13,7 @@ import ml_collections
 
 from vit_spectral import settings
 from vit_spectral.data import randaugment as randaugment_lib
+from vit_spectral.data.statistics import dataset_statistics
 from vit_spectral.data.input_settings import InputSettings
 from vit_spectral.models import build
 from vit_spectral.training.mixing import MixSettings
@@ -71,6 +72,25 @@ def input_config(dataset: str, **fields) -> ml_collections.ConfigDict:
     raise ValueError(f"unknown input fields {unknown}; the fields are "
                      f"{sorted(settings.field_names(InputSettings))}")
   return settings.to_config(InputSettings, dataset=dataset, **fields)
+
+
+def cifar_input(dataset: str, **fields) -> ml_collections.ConfigDict:
+  """`input_config` of the CIFAR recipes: 32² images, 4-pixel pad-and-crop,
+  flips, the data set's mean/std; `fields` add to or override these."""
+  stats = dataset_statistics(dataset)
+  return input_config(dataset, **{
+      "image_size": 32, "train_augment": "pad_crop", "pad_crop_padding": 4, "flip": True,
+      "mean": stats.mean, "std": stats.std, **fields})
+
+
+def epoch_cadences(config: ml_collections.ConfigDict, epochs: float, *,
+                   eval_every_epochs: float, checkpoint_every_epochs: float = 1) -> None:
+  """Sets a run of `epochs` epochs that evaluates and checkpoints every so many
+  epochs (the step-valued cadences unset) and logs every 100 steps."""
+  config.num_epochs = epochs
+  config.log_every = 100
+  config.eval_every, config.eval_every_epochs = None, eval_every_epochs
+  config.checkpoint_every, config.checkpoint_every_epochs = None, checkpoint_every_epochs
 
 
 def model_config(variant: str | None = None, **fields) -> ml_collections.ConfigDict:

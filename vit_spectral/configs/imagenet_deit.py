@@ -37,10 +37,7 @@ def deit_recipe(*, batch: int = 1024, epochs: float = 300,
   `common.model_config(**model_fields)` (drop_path_rate defaults to 0.1)."""
   stats = dataset_statistics("imagenet2012")
   config = common.base_config()
-  config.num_epochs = epochs
-  config.log_every = 100
-  config.eval_every, config.eval_every_epochs = None, 1
-  config.checkpoint_every, config.checkpoint_every_epochs = None, 1
+  common.epoch_cadences(config, epochs, eval_every_epochs=1)
   config.input = common.input_config(
       "imagenet2012", image_size=224, batch_size=batch, eval_batch_size=1000,
       train_split="train", eval_split="validation",

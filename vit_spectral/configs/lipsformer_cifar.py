@@ -25,7 +25,6 @@ stable without warmup (a from-scratch ViT of this size typically ends near
 
 from vit_spectral.configs import common
 from vit_spectral.configs.lipsformer_parts import lipsformer_model_fields, lipsformer_optim
-from vit_spectral.data.statistics import dataset_statistics
 
 DATASETS = ("cifar10", "cifar100")
 
@@ -35,15 +34,9 @@ def get_config(arg=None):
                           lr=2e-3, epochs=300, batch=256, dtype=common.ACCELERATOR_DTYPE)
   if args.dataset not in DATASETS:
     raise ValueError(f"dataset={args.dataset!r}; choose one of {list(DATASETS)}")
-  mean, std = dataset_statistics(args.dataset)
   config = common.base_config()
-  config.num_epochs = args.epochs
-  config.log_every = 100
-  config.eval_every, config.eval_every_epochs = None, 10
-  config.checkpoint_every, config.checkpoint_every_epochs = None, 1
-  config.input = common.input_config(
-      args.dataset, image_size=32, batch_size=args.batch, eval_batch_size=500,
-      train_augment="pad_crop", pad_crop_padding=4, flip=True, mean=mean, std=std)
+  common.epoch_cadences(config, args.epochs, eval_every_epochs=10)
+  config.input = common.cifar_input(args.dataset, batch_size=args.batch, eval_batch_size=500)
   config.model = common.model_config(
       hidden_size=args.width, num_heads=args.heads, mlp_dim=4 * args.width,
       patch_size=4, drop_path_rate=0.2, dtype=args.dtype,

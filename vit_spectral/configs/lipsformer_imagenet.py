@@ -52,10 +52,7 @@ def get_config(arg=None):
   variant, lr, weight_decay, drop_path, b2 = _SIZES[args.size]
   depth = variant_fields(variant)["depth"]
   config = common.base_config()
-  config.num_epochs = args.epochs
-  config.log_every = 100
-  config.eval_every, config.eval_every_epochs = None, 1
-  config.checkpoint_every, config.checkpoint_every_epochs = None, 1
+  common.epoch_cadences(config, args.epochs, eval_every_epochs=1)
   stats = dataset_statistics("imagenet2012")
   config.input = common.input_config(
       "imagenet2012", image_size=224, batch_size=args.batch, eval_batch_size=1000,
