@@ -29,6 +29,7 @@ from vit_spectral.data import randaugment as randaugment_lib
 # importable from here.
 from vit_spectral.data.input_settings import (  # noqa: F401
     EVAL_RESIZES, TRAIN_AUGMENTS, InputSettings, input_settings)
+from vit_spectral.errors import RunError
 
 # The data sets we ship recipes for (any other prepared TFDS name works) and
 # their split sizes (the TFDS catalog's; digits.py's), for `planned_meta`.
@@ -54,7 +55,7 @@ _ERASING_OP = 4
 _MAX_SHUFFLE_SEED = 2**31 - 1
 
 
-class DatasetNotPreparedError(FileNotFoundError):
+class DatasetNotPreparedError(RunError, FileNotFoundError):
   """The TFDS data set is not in data_dir and downloading was not allowed."""
 
 

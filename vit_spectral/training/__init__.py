@@ -11,6 +11,9 @@
   robustness      corruption-robustness evaluation
   sharding        mesh, parameter and batch shardings
   checkpointing   orbax CheckpointManager wrapper, `latest_params`
+  workdir_lock    one run per workdir
+  resume          resume checks against config.json and checkpoints; config history
+  run_log         the run's log file
   config_checks   builds every section, cross-section checks, eval_shape of init
   distributed     jax.distributed.initialize from the command line's cluster flags
   dry_run         compiles the sharded train step on abstract inputs (--dry_run)
@@ -20,5 +23,6 @@ Submodules are imported on use (`from vit_spectral.training import trainer`).
 
 __all__ = [
     "checkpointing", "config_checks", "distributed", "dry_run", "durations", "ema", "mixing", "optim",
-    "robustness", "run_settings", "sharding", "steps", "train_state", "trainer",
+    "resume", "robustness", "run_log", "run_settings", "sharding", "steps", "train_state",
+    "trainer", "workdir_lock",
 ]

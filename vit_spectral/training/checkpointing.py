@@ -7,7 +7,7 @@ checkpoint written on one mesh restores onto another.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Callable
 
 import jax
 import numpy as np
@@ -31,8 +31,8 @@ class Checkpointer:
     options = ocp.CheckpointManagerOptions(
         save_interval_steps=save_every, max_to_keep=keep, create=True,
         enable_async_checkpointing=async_save)
-    directory = directory if "://" in directory else os.path.abspath(directory)
-    self.manager = ocp.CheckpointManager(directory, options=options)
+    self.directory = directory if "://" in directory else os.path.abspath(directory)
+    self.manager = ocp.CheckpointManager(self.directory, options=options)
 
   def latest_step(self) -> int | None:
     return self.manager.latest_step()
@@ -40,6 +40,27 @@ class Checkpointer:
   def save(self, step: int, state: Any, *, force: bool = False) -> bool:
     """Saves `state` at `step` if the interval says so (or `force`)."""
     return self.manager.save(step, args=ocp.args.StandardSave(state), force=force)
+
+  def restore_latest(self, abstract_state: Any, shardings: Any, *,
+                     check: Callable[[int, Any], None] | None = None
+                     ) -> tuple[Any, int | None]:
+    """The newest checkpoint, restored onto `shardings`, and its step;
+    (None, None) when there is none.
+
+    `check(step, stored)` sees the stored tree (ShapeDtypeStructs, from the
+    metadata) before the arrays are read, and may raise (e.g. a config that
+    does not fit: `errors.ConfigMismatchError`).
+    """
+    step = self.latest_step()
+    if step is None:
+      return None, None
+    if check is not None:
+      check(step, stored_structure(os.path.join(self.directory, str(step), "default")))
+    return self.restore(step, abstract_state, shardings), step
+
+  def check_for_errors(self) -> None:
+    """Raises what a finished background save raised (cheap; call every step)."""
+    self.manager.check_for_errors()
 
   def restore(self, step: int, abstract_state: Any, shardings: Any) -> Any:
     """Restores `step` onto `shardings` (a tree like `abstract_state`)."""

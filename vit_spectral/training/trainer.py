@@ -33,7 +33,8 @@ from clu import metric_writers, periodic_actions
 from etils import epath
 
 from vit_spectral.training import checkpointing, config_checks, optim, sharding, steps
-from vit_spectral.training import durations, mixing, robustness
+from vit_spectral.training import durations, mixing, resume, robustness, run_log, workdir_lock
+from vit_spectral import errors
 from vit_spectral.data import input_pipeline
 from vit_spectral.models import build_model
 from vit_spectral.training.run_settings import RunSettings, TrainingSettings, run_settings
@@ -62,12 +63,6 @@ def _check_finite(step: int, loss: Any, last_checkpoint: int | None) -> None:
         f"training loss is {value} at step {step}; the last checkpoint is at step "
         f"{last_checkpoint}. Lower optim.learning_rate, add warmup or clipping "
         f"(optim.grad_clip_norm), then rerun: it resumes from that checkpoint.")
-
-
-def _write_config(config, workdir: str) -> None:
-  if jax.process_index() == 0:
-    (epath.Path(workdir) / "config.json").write_text(
-        config.to_json_best_effort(indent=2, sort_keys=True))
 
 
 def evaluate(eval_step, params, input_config, mesh, *,
@@ -209,16 +204,22 @@ def set_up(config, devices=None,
   jits the sharded steps. Shared by `train_and_evaluate` and `dry_run.plan`.
 
   Raises:
-    ValueError: an invalid field (one line naming it).
+    errors.ConfigError: an invalid field (one line naming it); a ValueError.
+    errors.RunError: e.g. the data set is not prepared.
   """
   devices = list(jax.devices() if devices is None else devices)
-  sections = config_checks.validate_config(config, num_devices=len(devices))
-  mesh = sharding.make_mesh(sections.mesh, devices)
-  meta = meta_fn(sections.input)
-  # Epoch-valued cadences (eval/checkpoint/warmup/cooldown) -> steps.
-  run, optim_settings = durations.resolve(
-      sections.run, sections.optim, batch_size=sections.input.batch_size,
-      num_train_examples=meta.num_train_examples)
+  try:
+    sections = config_checks.validate_config(config, num_devices=len(devices))
+    mesh = sharding.make_mesh(sections.mesh, devices)
+    meta = meta_fn(sections.input)
+    # Epoch-valued cadences (eval/checkpoint/warmup/cooldown) -> steps.
+    run, optim_settings = durations.resolve(
+        sections.run, sections.optim, batch_size=sections.input.batch_size,
+        num_train_examples=meta.num_train_examples)
+  except errors.RunError:
+    raise
+  except ValueError as e:  # the sections' checks: one line naming the field
+    raise errors.ConfigError(str(e)) from e
   steps_on_mesh = sharded_steps(config.model, run, optim_settings, sections.mixup, mesh,
                                 meta, batch_size=sections.input.batch_size)
   return RunSetup(sections, mesh, meta, run, steps_on_mesh)
@@ -227,20 +228,30 @@ def set_up(config, devices=None,
 def train_and_evaluate(config, workdir: str) -> dict[str, float]:
   """Trains `config` in `workdir` (resuming if it holds a checkpoint).
 
+  Order of business: everything that can be checked without the workdir
+  (config, mesh, data set, durations: `set_up`), then the workdir's lock (one
+  run per workdir), then the resume checks against the workdir's checkpoints
+  and `config.json` (`resume`), and only then writes.
+
   Returns:
     The final evaluation metrics ({"eval_loss", "eval_accuracy"}, plus
     "eval_ema_*" with EMA and the "corrupt_*" metrics with config.robustness).
+
+  Raises:
+    errors.RunError: a failure with a message meant for the user (invalid
+      config, data set not prepared, workdir locked, a resume config that does
+      not fit, no readable checkpoint, a checkpoint that could not be saved).
   """
-  # Every section checked and typed, the mesh, the data set, the jitted steps:
-  # all before the workdir is written.
   setup = set_up(config)
+  with workdir_lock.hold(workdir), run_log.to_file(workdir):
+    return _train(config, setup, workdir)
+
+
+def _train(config, setup: RunSetup, workdir: str) -> dict[str, float]:
+  """The loop of `train_and_evaluate`, run while holding the workdir."""
   sections, mesh, meta, run = setup.sections, setup.mesh, setup.meta, setup.run
   input_config = sections.input
   total_steps = run.total_steps
-  epath.Path(workdir).mkdir(parents=True, exist_ok=True)
-  writer = metric_writers.create_default_writer(
-      workdir, just_logging=jax.process_index() > 0)
-  _write_config(config, workdir)
   logging.info("mesh %s; data set %s; %d train steps", dict(mesh.shape), meta, total_steps)
 
   jitted = setup.steps
@@ -249,17 +260,25 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
   num_params = count_params(abstract_state.params)
   logging.info("model: %d parameters", num_params)
 
-  # Restore the latest checkpoint, or initialise.
+  # Restore the newest readable checkpoint (one whose structure fits this
+  # config), or initialise.
+  previous_config = resume.previous_config(workdir)
   ckpt = checkpointing.Checkpointer(
       os.path.join(workdir, "checkpoints"), save_every=run.checkpoint_every,
       keep=run.keep_checkpoints, async_save=run.async_checkpointing)
-  latest = ckpt.latest_step()
+  state, latest = ckpt.restore_latest(
+      abstract_state, state_sharding,
+      check=functools.partial(resume.check_structure, abstract_state=abstract_state,
+                              config=config, previous_config=previous_config))
   if latest is not None:
-    state = ckpt.restore(latest, abstract_state, state_sharding)
     logging.info("resumed from the checkpoint at step %d", latest)
   else:
     state = jax.jit(jitted.init, out_shardings=state_sharding)(jitted.init_rng)
   start_step = int(state.step)
+  # The config passed every check: only now does the workdir record it.
+  resume.record_config(config, workdir, previous_config, start_step=start_step)
+  writer = metric_writers.create_default_writer(
+      workdir, just_logging=jax.process_index() > 0)
 
   train_iter = input_pipeline.create_train_dataset(
       input_config, seed=run.seed, start_step=start_step).as_numpy_iterator()
@@ -280,6 +299,7 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
     pending = (step, step_metrics.loss.compute())
     train_metrics = step_metrics if train_metrics is None else train_metrics.merge(step_metrics)
     report(step, time.time())
+    ckpt.check_for_errors()  # a failed background save surfaces at once
 
     is_last = step == total_steps
     if step % run.log_every == 0 or is_last:

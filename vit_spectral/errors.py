@@ -1,0 +1,38 @@
+"""Failures a run reports as a message, not a traceback.
+
+Each is a mistake or an accident the user can act on: a config field out of
+range, a data set that is not prepared, a workdir another run holds,
+checkpoints that cannot be read or written. The command line
+(`vit_spectral.main`) prints `error: <message>` for these, writes the
+traceback to the run's log file (`<workdir>/train.log`) and exits non-zero;
+anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class RunError(Exception):
+  """Base class: the message says what failed, why, and what is safe."""
+
+
+class ConfigError(RunError, ValueError):
+  """A config field (or a combination of fields) is invalid; the message
+  names `<section>.<field>` and what would be valid."""
+
+
+class ConfigMismatchError(RunError, ValueError):
+  """A resume with a config whose parameters or optimizer state do not fit
+  the workdir's checkpoints; the message lists the differing fields."""
+
+
+class WorkdirLockedError(RunError):
+  """Another run (named by host and PID) holds the workdir."""
+
+
+class CheckpointReadError(RunError):
+  """The workdir has checkpoints, but none of them can be read."""
+
+
+class CheckpointSaveError(RunError):
+  """A checkpoint could not be written (e.g. the disk is full); the message
+  names the directory, the step and the newest good checkpoint."""
