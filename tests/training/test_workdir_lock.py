@@ -1,0 +1,108 @@
+"""One run per workdir: the lock names its holder, refuses a live one, takes
+over from a dead one, and two real runs started together end as one run."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from vit_spectral import errors
+from vit_spectral.training import checkpointing, workdir_lock
+from tests.cpu_flags import xla_flags
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _write_lock(workdir, **fields):
+  os.makedirs(workdir, exist_ok=True)
+  holder = dict(host=socket.gethostname(), pid=os.getpid(), since="then", command="x")
+  holder.update(fields)
+  with open(os.path.join(workdir, workdir_lock.LOCK_NAME), "w") as f:
+    json.dump(holder, f)
+
+
+def _dead_pid() -> int:
+  child = subprocess.Popen([sys.executable, "-c", "pass"])
+  child.wait()
+  return child.pid
+
+
+def test_hold_writes_the_holder_and_releases_it(tmp_path):
+  workdir = str(tmp_path / "w")
+  with workdir_lock.hold(workdir) as me:
+    holder = workdir_lock.read_holder(workdir)
+    assert (holder.host, holder.pid) == (socket.gethostname(), os.getpid()) == (me.host, me.pid)
+    assert workdir_lock.is_running(holder)
+  assert workdir_lock.read_holder(workdir) is None
+
+
+def test_a_live_holder_is_refused_by_name_and_keeps_its_lock(tmp_path):
+  workdir = str(tmp_path)
+  live = os.getppid()  # pytest's parent: running, and not us
+  _write_lock(workdir, pid=live, command="python train.py --workdir=w")
+  with pytest.raises(errors.WorkdirLockedError,
+                     match=rf"in use by PID {live} on host {socket.gethostname()}.*train.py"):
+    with workdir_lock.hold(workdir):
+      pass
+  assert workdir_lock.read_holder(workdir).pid == live
+
+
+def test_a_dead_holder_is_taken_over_with_a_warning(tmp_path, caplog):
+  workdir = str(tmp_path)
+  dead = _dead_pid()
+  _write_lock(workdir, pid=dead)
+  with workdir_lock.hold(workdir):
+    assert workdir_lock.read_holder(workdir).pid == os.getpid()
+  assert f"no longer running" in caplog.text and str(dead) in caplog.text
+  assert os.path.exists(os.path.join(workdir, f"run.lock.stale-{dead}"))
+
+
+def test_a_reused_pid_is_not_the_holder(tmp_path):
+  # Our own PID, but recorded with another process start time: the holder is gone.
+  me = workdir_lock.this_process()
+  if me.start_ticks is None:
+    pytest.skip("no /proc: process start times unknown")
+  _write_lock(str(tmp_path), start_ticks=me.start_ticks + 1)
+  assert workdir_lock.is_running(workdir_lock.read_holder(str(tmp_path))) is False
+  assert workdir_lock.is_running(me) is True
+
+
+def test_another_hosts_lock_is_never_taken_over(tmp_path):
+  _write_lock(str(tmp_path), host="some-other-host", pid=_dead_pid())
+  with pytest.raises(errors.WorkdirLockedError, match="cannot be checked from here.*delete"):
+    workdir_lock.acquire(str(tmp_path))
+
+
+def test_two_runs_started_together_end_as_one_run(tmp_path):
+  """Two `train.py` processes on one workdir: one trains to the end, the other
+  exits non-zero within seconds of reaching the lock, naming the holder; the
+  workdir holds one run's checkpoints and history."""
+  workdir = str(tmp_path / "w")
+  command = [sys.executable, "train.py", "--config=digits_vit:depth=1,width=16,heads=2,steps=40",
+             "--config.optim.warmup_steps=1", "--config.checkpoint_every=10",
+             "--config.eval_every=40", "--config.log_every=10", f"--workdir={workdir}"]
+  env = dict(os.environ, XLA_FLAGS=xla_flags(1), JAX_PLATFORMS="cpu")
+  runs = [subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True) for _ in range(2)]
+  outputs, ended = [], []
+  for run in runs:
+    outputs.append(run.communicate(timeout=400)[0])
+    ended.append(time.time())
+  codes = [run.returncode for run in runs]
+  assert sorted(codes)[0] == 0 and sorted(codes)[1] != 0, (codes, outputs)
+  winner, loser = (0, 1) if codes[0] == 0 else (1, 0)
+  assert f"in use by PID {runs[winner].pid}" in outputs[loser], outputs[loser][-2000:]
+  assert "Traceback" not in outputs[loser], outputs[loser][-3000:]
+  # The loser stopped at the lock: long before the winner's 40 steps ended.
+  assert "train_loss" not in outputs[loser]
+  directory = os.path.join(workdir, "checkpoints")
+  assert sorted(int(d) for d in os.listdir(directory)) == [20, 30, 40]  # keep=3
+  assert sorted(os.listdir(os.path.join(workdir, "config_history"))) == ["run-000.json"]
+  assert not os.path.exists(os.path.join(workdir, workdir_lock.LOCK_NAME))
+  params, step = checkpointing.latest_params(workdir)
+  assert step == 40 and all(np.isfinite(x).all() for x in __import__("jax").tree_util.tree_leaves(params))
