@@ -11,6 +11,7 @@
   robustness      corruption-robustness evaluation
   sharding        mesh, parameter and batch shardings
   checkpointing   orbax CheckpointManager wrapper, `latest_params`
+  state_fingerprint  per-array fingerprints that catch damaged checkpoint bytes
   workdir_lock    one run per workdir
   resume          resume checks against config.json and checkpoints; config history
   run_log         the run's log file
@@ -23,6 +24,6 @@ Submodules are imported on use (`from vit_spectral.training import trainer`).
 
 __all__ = [
     "checkpointing", "config_checks", "distributed", "dry_run", "durations", "ema", "mixing", "optim",
-    "resume", "robustness", "run_log", "run_settings", "sharding", "steps", "train_state",
+    "resume", "robustness", "run_log", "run_settings", "sharding", "state_fingerprint", "steps", "train_state",
     "trainer", "workdir_lock",
 ]

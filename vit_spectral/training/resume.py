@@ -27,6 +27,7 @@ from absl import logging
 from etils import epath
 
 from vit_spectral import errors
+from vit_spectral.training.state_fingerprint import leaf_name
 
 CONFIG_NAME = "config.json"
 HISTORY_DIR = "config_history"
@@ -85,16 +86,8 @@ def previous_config(workdir: str) -> dict | None:
 def _leaf_paths(tree: Any) -> dict[str, tuple[tuple[int, ...], str]]:
   """path -> (shape, dtype) of every array leaf; paths as "params/encoder/...",
   the same for a TrainState and the dict orbax stores it as."""
-
-  def name(entry) -> str:
-    for attr in ("key", "name", "idx"):
-      if hasattr(entry, attr):
-        return str(getattr(entry, attr))
-    return str(entry)
-
   leaves, _ = jax.tree_util.tree_flatten_with_path(tree)
-  return {"/".join(name(e) for e in path): (tuple(leaf.shape), str(leaf.dtype))
-          for path, leaf in leaves}
+  return {leaf_name(path): (tuple(leaf.shape), str(leaf.dtype)) for path, leaf in leaves}
 
 
 def structure_differences(stored: Any, expected: Any) -> list[str]:
