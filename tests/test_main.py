@@ -11,7 +11,8 @@ import pytest
 
 from vit_spectral import configs, errors, main
 from vit_spectral.main import CommandLineError, resolve_recipe_names
-from vit_spectral.training import run_settings, trainer
+from vit_spectral.training import durations, run_settings, trainer
+from vit_spectral.training.optim import check_schedule_length
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3", XLA_FLAGS="")
@@ -79,7 +80,19 @@ def test_none_unsets_a_field_that_may_be_none_and_fixes_steps_vs_epochs():
   config = main.parse_command_line(
       argv + ["--config.num_epochs=None", "--config.input.data_dir=None"]).config.value
   assert config.num_epochs is None and config.input.data_dir is None
-  assert run_settings.training_settings(config).run.total_steps == 10
+  sections = run_settings.training_settings(config)
+  assert sections.run.total_steps == 10
+  # 10 steps is shorter than the recipe's 5 warmup epochs: checked at set-up
+  # (`check_schedule_length`), fixed the same way.
+  run, optim = durations.resolve(sections.run, sections.optim, batch_size=96,
+                                 num_train_examples=50_000)
+  with pytest.raises(ValueError, match=r"optim.warmup_steps=2600 plus .* config.total_steps=10"):
+    check_schedule_length(optim, run.total_steps)
+  config = main.parse_command_line(argv + [
+      "--config.num_epochs=None", "--config.optim.warmup_epochs=None",
+      "--config.optim.warmup_steps=1"]).config.value
+  sections = run_settings.training_settings(config)
+  check_schedule_length(sections.optim, sections.run.total_steps)
   # The last override of a field wins, `=None` or not.
   config = main.parse_command_line(
       argv + ["--config.num_epochs=None", "--config.num_epochs=2.5"]).config.value

@@ -2,10 +2,13 @@
 each `python train.py ...`, `vit-spectral-train ...` and `launch/*.sh ... -- ...`
 command's flags parse with the command line's own parser (`main`) and its
 config builds: file, arguments and overrides loaded, every training section
-checked (`run_settings.training_settings`) and the model built. No data, no
-compile."""
+checked (`run_settings.training_settings`), the durations in epochs turned
+into steps with the data set's planned size (`input_pipeline.planned_meta`)
+and the schedule checked against the run's length, and the model built. No
+data, no compile."""
 
 import ast
+import dataclasses
 import itertools
 import os
 import re
@@ -14,7 +17,10 @@ import shlex
 import pytest
 
 from vit_spectral import configs, main
+from vit_spectral.data.input_pipeline import planned_meta
 from vit_spectral.models.build import build_model
+from vit_spectral.training import durations
+from vit_spectral.training.optim import check_schedule_length
 from vit_spectral.training.run_settings import training_settings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -114,5 +120,10 @@ def test_a_printed_command_parses_and_its_config_builds(where, args):
   except main.CommandLineError as e:
     pytest.fail(f"train.py {' '.join(args)}: {e}")
   sections = training_settings(config)
-  build_model(config.model, num_classes=10)
-  assert sections.run.total_steps or sections.run.num_epochs
+  # The split sizes do not depend on where the data lies (and gs:// is offline here).
+  meta = planned_meta(dataclasses.replace(sections.input, data_dir=None))
+  run, optim = durations.resolve(sections.run, sections.optim,
+                                 batch_size=sections.input.batch_size,
+                                 num_train_examples=meta.num_train_examples)
+  check_schedule_length(optim, run.total_steps)
+  build_model(config.model, num_classes=meta.num_classes)
