@@ -3,61 +3,126 @@ r"""The command line: `python train.py` in a checkout, `vit-spectral-train` inst
   python train.py --config=configs/cifar10_vit.py --workdir=DIR
   vit-spectral-train --config=digits_vit:depth=8 --workdir=DIR
 
-`--config` takes a config file (`path.py` or `path.py:arg`) or the name of a
-shipped recipe (`vit_spectral.configs.recipe_names()`); with no flags it trains
-the embedded default, `digits_vit`, on the CPU. A rerun with the same --workdir
-resumes from its latest checkpoint. `--dry_run` checks the config and compiles
-the sharded train step on the devices present, without data or writes.
+The config, in three forms (with no --config: the embedded default, digits_vit,
+which trains on the CPU):
+  --config=NAME[:arg=value,...]     a shipped recipe by name (listed below);
+                                    `:arg=value,...` are its arguments (its
+                                    docstring lists them)
+  --config=file.py[:arg=value,...]  a config file of your own (get_config(arg))
+  --config.a.b=value                one field, after the config is built, e.g.
+                                    --config.optim.learning_rate=1e-3,
+                                    --config.input.data_dir=/data/tfds;
+                                    `=None` unsets a field that may be None
+                                    (e.g. --config.num_epochs=None
+                                    --config.total_steps=1000)
+  --print_config                    prints the resolved config and exits
+
+A rerun with the same --workdir resumes from its latest checkpoint. `--dry_run`
+checks the config and compiles the sharded train step on the devices present,
+without data or writes.
 
 Multi-host (TPU pod slices, multi-node GPU): pass `--distributed` on every host;
 `--coordinator_address`, `--num_processes` and `--process_id` name the cluster
 where no cluster manager (Cloud TPU, SLURM, Open MPI, Kubernetes) is detected.
+
+Failures: a mistake on the command line (missing config file, unknown field,
+a value of the wrong type) is one line, exit code 2; a run that fails for a
+reason it can name (`errors.RunError`: an invalid field, a data set not
+prepared, a workdir in use, ...) is `error: <message>`, exit code 1, with the
+traceback in the workdir's log file once the run holds the workdir.
 """
 
 from __future__ import annotations
 
+import ast
+import difflib
+import importlib.util
 import logging as std_logging
 import os
+import re
 import sys
+import textwrap
+from typing import Any, NamedTuple, Sequence
 
 from absl import app, flags, logging
-from ml_collections import config_flags
+from ml_collections import config_dict, config_flags
+from ml_collections.config_flags import tuple_parser
 
 from vit_spectral import configs as recipes
+from vit_spectral import errors
 
 DEFAULT_RECIPE = "digits_vit"
-
-_CONFIG = config_flags.DEFINE_config_file(
-    "config", recipes.recipe_path(DEFAULT_RECIPE),
-    "Training config: a file (`path.py` or `path.py:arg`) or a shipped recipe's "
-    f"name ({', '.join(recipes.recipe_names())}).", lock_config=True)
-_WORKDIR = flags.DEFINE_string(
-    "workdir", None, "Checkpoints, metrics and config.json go here "
-    "(default: workdir/<config name>). Local path or gs://.")
-_DISTRIBUTED = flags.DEFINE_bool(
-    "distributed", False, "Call jax.distributed.initialize() (multi-host runs).")
-_COORDINATOR = flags.DEFINE_string(
-    "coordinator_address", None, "host:port of process 0's coordinator "
-    "(implies --distributed; auto-detected when omitted).")
-_NUM_PROCESSES = flags.DEFINE_integer(
-    "num_processes", None, "Number of processes (implies --distributed; "
-    "auto-detected when omitted).")
-_PROCESS_ID = flags.DEFINE_integer(
-    "process_id", None, "This process's index in [0, num_processes) "
-    "(implies --distributed; auto-detected when omitted).")
-_DRY_RUN = flags.DEFINE_bool(
-    "dry_run", False, "Validate the config, build the mesh, compile the sharded "
-    "train step on abstract inputs, print the parameter count, FLOPs and memory "
-    "per device, and exit (no data set needed, nothing written).")
+USAGE_EXIT_CODE = 2  # a mistake on the command line
+FAILURE_EXIT_CODE = 1  # a run that failed
+HELP_FLAGS = ("-h", "-?", "--help", "--helpshort")
+# `--config.a.b=value`, `--config.a.b` and `--noconfig.a.b` (booleans).
+_OVERRIDE = re.compile(r"^--?(?P<no>no)?config\.(?P<path>[^=]+)(?:=(?P<value>.*))?$", re.S)
+# What a field's type takes on the command line (ml_collections' parsers).
+_PARSERS = {int: flags.IntegerParser(), float: flags.FloatParser(),
+            bool: flags.BooleanParser(), tuple: tuple_parser.TupleParser()}
+_TYPE_NAMES = {int: "an int", float: "a float", bool: "true or false", str: "a string",
+               tuple: "a tuple, e.g. '(1, 2)'", config_dict.ConfigDict: "a dict, e.g. \"{'a': 1}\""}
 
 
-class _QuietLibraries(std_logging.Filter):
-  """Drops INFO chatter of orbax and TF's dataset ops; warnings still pass."""
+class CommandLineError(Exception):
+  """A mistake on the command line; the message is one line naming it."""
 
-  def filter(self, record):
-    noisy = "/orbax/" in record.pathname or "/tensorflow" in record.pathname
-    return record.levelno >= std_logging.WARNING or not noisy
 
+class CommandLine(NamedTuple):
+  """The flags of the command line (absl FlagHolders)."""
+
+  config: Any
+  workdir: Any
+  print_config: Any
+  dry_run: Any
+  distributed: Any
+  coordinator_address: Any
+  num_processes: Any
+  process_id: Any
+
+
+def define_flags(flag_values: flags.FlagValues = flags.FLAGS,
+                 sys_argv: Sequence[str] | None = None) -> CommandLine:
+  """Defines the command line's flags in `flag_values`. `sys_argv` is the argv
+  config_flags reads the `--config.a.b` overrides from (None: `sys.argv`, read
+  when --config is parsed); it must be the argv that is parsed."""
+  define = dict(flag_values=flag_values)
+  return CommandLine(
+      # No default here: loading a config imports JAX and TensorFlow, which
+      # `--help` and a missing file must not wait for (`prepare_argv` adds it).
+      config=config_flags.DEFINE_config_file(
+          "config", None, f"Training config: a shipped recipe's name or a config "
+          f"file, with `:arg=value,...` (default: {DEFAULT_RECIPE}); "
+          "--config.a.b=value overrides one field.", lock_config=True,
+          sys_argv=None if sys_argv is None else list(sys_argv), **define),
+      workdir=flags.DEFINE_string(
+          "workdir", None, "Checkpoints, metrics, train.log and config.json go here "
+          "(default: workdir/<config name>). Local path or gs://.", **define),
+      print_config=flags.DEFINE_bool(
+          "print_config", False, "Print the resolved config (file, arguments and "
+          "overrides) and exit, without training or touching the workdir.", **define),
+      dry_run=flags.DEFINE_bool(
+          "dry_run", False, "Validate the config, build the mesh, compile the sharded "
+          "train step on abstract inputs, print the parameter count, FLOPs and memory "
+          "per device, and exit (no data set needed, nothing written).", **define),
+      distributed=flags.DEFINE_bool(
+          "distributed", False, "Call jax.distributed.initialize() (multi-host runs).",
+          **define),
+      coordinator_address=flags.DEFINE_string(
+          "coordinator_address", None, "host:port of process 0's coordinator "
+          "(implies --distributed; auto-detected when omitted).", **define),
+      num_processes=flags.DEFINE_integer(
+          "num_processes", None, "Number of processes (implies --distributed; "
+          "auto-detected when omitted).", **define),
+      process_id=flags.DEFINE_integer(
+          "process_id", None, "This process's index in [0, num_processes) "
+          "(implies --distributed; auto-detected when omitted).", **define))
+
+
+_FLAGS = define_flags()
+
+
+# --- Before any flag is parsed: names, the default, `=None`, the file -------------
 
 def resolve_recipe_names(argv: list[str]) -> list[str]:
   """`--config=NAME[:arg]` (or `--config NAME[:arg]`) with NAME a shipped recipe
@@ -78,15 +143,285 @@ def resolve_recipe_names(argv: list[str]) -> list[str]:
   return resolved
 
 
+def config_value(argv: Sequence[str]) -> str | None:
+  """The value of --config in `argv` (`--config=X` or `--config X`), or None."""
+  for i, arg in enumerate(argv):
+    if arg.startswith(("--config=", "-config=")):
+      return arg.split("=", 1)[1]
+    if arg in ("--config", "-config") and i + 1 < len(argv):
+      return argv[i + 1]
+  return None
+
+
+def _overrides(argv: Sequence[str]) -> list[tuple[str, str | None]]:
+  """(path, value) of each `--config.a.b[=value]` in `argv` (value None for a
+  bare boolean)."""
+  found = []
+  for arg in argv:
+    match = _OVERRIDE.match(arg)
+    if match:
+      value = match["value"]
+      if value is None:
+        value = "false" if match["no"] else "true"
+      found.append((match["path"], value))
+  return found
+
+
+def prepare_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+  """The argv to parse, and the fields to set to None after parsing.
+
+  Recipe names become their files, the default recipe is added when there is
+  no --config, and each `--config.a.b=None` is taken out (config_flags would
+  parse it as the field's type) unless a later override of the field follows.
+
+  Raises:
+    CommandLineError: the config file does not exist (checked here, before
+      JAX or TensorFlow is imported).
+  """
+  argv = resolve_recipe_names(list(argv))
+  if config_value(argv) is None:
+    argv.insert(1, f"--config={recipes.recipe_path(DEFAULT_RECIPE)}")
+  value = config_value(argv)
+  path = value.split(":", 1)[0]
+  if not os.path.isfile(path):
+    raise CommandLineError(
+        f"--config={value}: no config file {path!r}; pass a config file or a shipped "
+        f"recipe's name: {', '.join(recipes.recipe_names())}")
+  last = dict(_overrides(argv))  # the last value of each field wins
+  unset = [field for field, text in last.items() if text == "None"]
+  kept = [arg for arg in argv if not (
+      (match := _OVERRIDE.match(arg)) and (match["path"] in unset or match["value"] == "None"))]
+  return kept, unset
+
+
+# --- Parsing, and one line for what went wrong ---------------------------------
+
+def _walk(config, path: str) -> tuple[Any, str]:
+  """(the section holding field `path`, the field's name).
+
+  Raises:
+    CommandLineError: a part of `path` is not a field (the message names the
+      section's fields and the nearest match).
+  """
+  parts = path.split(".")
+  section = config
+  for depth, part in enumerate(parts):
+    where = ".".join(["config", *parts[:depth]])
+    if not isinstance(section, config_dict.ConfigDict):
+      raise CommandLineError(f"--config.{path}: {where} is a "
+                             f"{type(section).__name__}, not a section with fields")
+    fields = sorted(section.keys())
+    if part not in fields:
+      if not fields:
+        raise CommandLineError(
+            f"--config.{path}: {where} sets no fields in this config; set it whole, "
+            f"e.g. --config.{'.'.join(parts[:depth])}=\"{{'{part}': ...}}\"")
+      nearest = difflib.get_close_matches(part, fields, n=1)
+      hint = f" (did you mean {nearest[0]!r}?)" if nearest else ""
+      raise CommandLineError(f"--config.{path}: {where} has no field {part!r}{hint}; "
+                             f"its fields: {', '.join(fields)}")
+    if depth < len(parts) - 1:
+      section = section[part]
+  return section, parts[-1]
+
+
+def _is_placeholder(section, field: str) -> bool:
+  """A field that may be None: a typed FieldReference (`settings.to_config`)."""
+  held = dict(section.items(preserve_field_references=True))[field]
+  return isinstance(held, config_dict.FieldReference)
+
+
+def _check_value(config, path: str, text: str) -> None:
+  """Raises CommandLineError if `text` is not a value of field `path`'s type."""
+  section, field = _walk(config, path)
+  kind = section.get_type(field)
+  if kind is type(None):
+    raise CommandLineError(f"--config.{path}: config.{path} is None without a type, "
+                           "so it cannot be set (the config must declare it as a typed "
+                           "placeholder, settings.to_config does)")
+  parser = _PARSERS.get(kind)
+  try:
+    if parser is not None:
+      parser.parse(text)
+  except (ValueError, SyntaxError):
+    raise CommandLineError(
+        f"--config.{path}={text}: config.{path} takes {_TYPE_NAMES.get(kind, kind)}, "
+        f"not {text!r}") from None
+
+
+def load_config(value: str):
+  """`file.py[:arg]` -> the file's get_config(arg), as config_flags loads it."""
+  path, colon, arg = value.partition(":")
+  spec = importlib.util.spec_from_file_location("config_config", path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module.get_config(arg) if colon else module.get_config()
+
+
+def _explain(argv: Sequence[str], error: Exception) -> str:
+  """One line for a failed parse of `argv`: the config's arguments, an unknown
+  field or a value of the wrong type; else the parser's own first line."""
+  value = config_value(argv)
+  try:
+    config = load_config(value)
+  except Exception as e:  # pylint: disable=broad-except  # the recipe's own check
+    return f"--config={value}: {_first_line(e)}"
+  for path, text in _overrides(argv):
+    try:
+      _check_value(config, path, text)
+    except CommandLineError as e:
+      return str(e)
+  return _first_line(error)
+
+
+def _first_line(error: BaseException) -> str:
+  lines = str(error).strip().splitlines()
+  return lines[0] if lines else type(error).__name__
+
+
+def parse_prepared(argv: Sequence[str], unset: Sequence[str],
+                   flag_values: flags.FlagValues = flags.FLAGS) -> list[str]:
+  """Parses `argv` (from `prepare_argv`) into `flag_values` (whose config flag
+  reads its overrides from the same argv), then sets the `unset` fields to
+  None. Returns the arguments left over.
+
+  Raises:
+    CommandLineError: one line naming the mistake.
+  """
+  try:
+    rest = flag_values(list(argv))
+  except Exception as error:  # pylint: disable=broad-except
+    # flags.Error, or config_flags' KeyError/AttributeError for an unknown field,
+    # or a recipe's ValueError about its arguments: explained in one line.
+    raise CommandLineError(_explain(argv, error)) from error
+  config = flag_values["config"].value
+  for path in unset:
+    section, field = _walk(config, path)
+    if not _is_placeholder(section, field):
+      raise CommandLineError(
+          f"--config.{path}=None: config.{path} cannot be None; it takes "
+          f"{_TYPE_NAMES.get(section.get_type(field), section.get_type(field))}")
+    section[field] = None
+  if len(rest) > 1:
+    raise CommandLineError(f"unexpected arguments {rest[1:]} (flags are --name=value)")
+  return rest
+
+
+def parse_command_line(argv: Sequence[str]) -> CommandLine:
+  """Parses a command line (`argv[0]` the program) with this module's flags
+  into fresh FlagValues, as `run` does into absl's: for tests and tools.
+
+  Raises:
+    CommandLineError: one line naming the mistake.
+  """
+  argv, unset = prepare_argv(argv)
+  flag_values = flags.FlagValues()
+  command_line = define_flags(flag_values, sys_argv=argv)
+  parse_prepared(argv, unset, flag_values)
+  return command_line
+
+
+# --- --help ---------------------------------------------------------------------
+
+def recipe_summary(path: str) -> str:
+  """The first paragraph of a recipe module's docstring, as one line (read
+  with `ast`, without importing the module)."""
+  with open(path, encoding="utf-8") as f:
+    docstring = ast.get_docstring(ast.parse(f.read())) or ""
+  return " ".join(docstring.split("\n\n")[0].split())
+
+
+def help_text(flag_values: flags.FlagValues = flags.FLAGS) -> str:
+  """The module docstring, the command line's flags and the recipes."""
+  lines = [__doc__.strip(), "", "Flags:"]
+  for name in CommandLine._fields:
+    flag = flag_values[name]
+    label = f"--[no]{name}" if flag.boolean else f"--{name}"
+    default = "" if flag.default is None else f" (default: {flag.default_as_str})"
+    lines.append(f"  {label}")
+    lines.extend(textwrap.wrap(flag.help + default, 78, initial_indent="      ",
+                               subsequent_indent="      "))
+  lines += ["", "Recipes (--config=NAME; `python train.py --config=NAME --print_config` "
+            "shows every field):"]
+  for name in recipes.recipe_names():
+    lines.extend(textwrap.wrap(recipe_summary(recipes.recipe_path(name)), 78,
+                               initial_indent=f"  {name:25}", subsequent_indent=" " * 27))
+  lines += ["", "--helpfull lists every flag, the libraries' too."]
+  return "\n".join(lines)
+
+
+def wants_help(argv: Sequence[str]) -> bool:
+  args = list(argv[1:])
+  args = args[:args.index("--")] if "--" in args else args
+  return any(arg in HELP_FLAGS for arg in args)
+
+
+# --- The run --------------------------------------------------------------------
+
+class _QuietLibraries(std_logging.Filter):
+  """Drops INFO chatter of orbax and TF's dataset ops; warnings still pass."""
+
+  def filter(self, record):
+    noisy = "/orbax/" in record.pathname or "/tensorflow" in record.pathname
+    return record.levelno >= std_logging.WARNING or not noisy
+
+
 def config_name() -> str:
   """The config file's name without folder and extension (for the workdir)."""
   path = flags.FLAGS["config"].config_filename
   return os.path.splitext(os.path.basename(path.split(":")[0]))[0]
 
 
+def failure_message(error: Exception) -> str | None:
+  """What the terminal shows for a run that raised `error`, or None where the
+  traceback must show (a bug before the run had a log file).
+
+  `error.log_path`, where set, is the log file holding the traceback.
+  """
+  log_path = getattr(error, "log_path", None)
+  where = f" (traceback: {log_path})" if log_path else ""
+  if isinstance(error, errors.RunError):
+    return f"error: {error}{where}"
+  if log_path:
+    return f"error: {type(error).__name__}: {_first_line(error)}{where}"
+  return None
+
+
+def _exit_now(message: str, code: int) -> None:
+  """Prints `message`, flushes the logs and exits at once: background threads
+  (e.g. an orbax save stuck after a failure) are not waited for."""
+  logging.flush()
+  for handler in std_logging.getLogger().handlers:
+    handler.flush()
+  sys.stdout.flush()
+  print(message, file=sys.stderr, flush=True)
+  os._exit(code)  # pylint: disable=protected-access
+
+
+def train(config, workdir: str, dry_run: bool = False) -> None:
+  """Trains `config` in `workdir` (or dry-runs it); a failure is reported by
+  `failure_message` and exits with FAILURE_EXIT_CODE."""
+  from vit_spectral.training import trainer  # pylint: disable=import-outside-toplevel
+  try:
+    if dry_run:
+      from vit_spectral.training import dry_run as dry_run_lib  # pylint: disable=import-outside-toplevel
+      print(dry_run_lib.dry_run(config).summary())
+      return
+    metrics = trainer.train_and_evaluate(config, workdir)
+    logging.info("final: %s", metrics)
+  except Exception as error:  # pylint: disable=broad-except
+    message = failure_message(error)
+    if message is None:
+      raise
+    _exit_now(message, FAILURE_EXIT_CODE)
+
+
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+  del argv  # `parse_prepared` rejects leftover arguments
+  config = _FLAGS.config.value
+  if _FLAGS.print_config.value:  # as the workdir's config.json records it
+    print(config.to_json_best_effort(indent=2, sort_keys=True))
+    return
   for handler in std_logging.getLogger().handlers:
     handler.addFilter(_QuietLibraries())
   # TensorFlow is only the input pipeline: keep it off the accelerators.
@@ -96,30 +431,39 @@ def main(argv):
   import jax  # pylint: disable=import-outside-toplevel
   from vit_spectral.training import distributed  # pylint: disable=import-outside-toplevel
   try:
-    distributed.initialize(_DISTRIBUTED.value, coordinator_address=_COORDINATOR.value,
-                           num_processes=_NUM_PROCESSES.value, process_id=_PROCESS_ID.value)
+    distributed.initialize(_FLAGS.distributed.value,
+                           coordinator_address=_FLAGS.coordinator_address.value,
+                           num_processes=_FLAGS.num_processes.value,
+                           process_id=_FLAGS.process_id.value)
   except ValueError as e:  # inconsistent cluster flags
-    sys.exit(str(e))
+    _exit_now(f"error: {e}", USAGE_EXIT_CODE)
   logging.info("JAX process %d of %d, %d local devices: %s", jax.process_index(),
                jax.process_count(), jax.local_device_count(), jax.devices())
-  if _DRY_RUN.value:
-    from vit_spectral.training import dry_run  # pylint: disable=import-outside-toplevel
-    try:
-      print(dry_run.dry_run(_CONFIG.value).summary())
-    except (ValueError, FileNotFoundError) as e:  # invalid field, data set unknown
-      sys.exit(f"dry run failed: {e}")
-    return
-  from vit_spectral.training import trainer  # pylint: disable=import-outside-toplevel
-  workdir = _WORKDIR.value or os.path.join("workdir", config_name())
-  metrics = trainer.train_and_evaluate(_CONFIG.value, workdir)
-  logging.info("final: %s", metrics)
+  workdir = _FLAGS.workdir.value or os.path.join("workdir", config_name())
+  train(config, workdir, dry_run=_FLAGS.dry_run.value)
 
 
 def run() -> None:
   """The console script's entry point (and `train.py`'s)."""
+  if wants_help(sys.argv):
+    print(help_text())
+    sys.exit(0)
+  try:
+    argv, unset = prepare_argv(sys.argv)
+  except CommandLineError as e:
+    print(f"error: {e}", file=sys.stderr)
+    sys.exit(USAGE_EXIT_CODE)
+  sys.argv = argv  # config_flags reads the overrides from sys.argv
+
+  def parse(args):
+    try:
+      return parse_prepared(args, unset)
+    except CommandLineError as e:
+      print(f"error: {e}", file=sys.stderr)
+      sys.exit(USAGE_EXIT_CODE)
+
   logging.set_verbosity(logging.INFO)
-  sys.argv = resolve_recipe_names(sys.argv)
-  app.run(main)
+  app.run(main, flags_parser=parse)
 
 
 if __name__ == "__main__":

@@ -69,10 +69,14 @@ class RunSettings:
     for field in ("eval_every_epochs", "checkpoint_every_epochs"):
       if getattr(self, field) == 0:
         object.__setattr__(self, field, None)
+    both = bool(self.total_steps) and bool(self.num_epochs)
     settings_lib.require(
         bool(self.total_steps) != bool(self.num_epochs),
         f"set exactly one of config.total_steps and config.num_epochs (got "
-        f"{self.total_steps} and {self.num_epochs})")
+        f"{self.total_steps} and {self.num_epochs}); on the command line, "
+        + ("unset the other: add --config.num_epochs=None (or "
+           "--config.total_steps=None)" if both else
+           "e.g. --config.total_steps=1000 or --config.num_epochs=10"))
     for field in ("eval_every", "checkpoint_every"):
       steps, epochs = getattr(self, field), getattr(self, f"{field}_epochs")
       settings_lib.require(steps is None or epochs is None,
