@@ -216,12 +216,13 @@ def set_up(config, devices=None,
     run, optim_settings = durations.resolve(
         sections.run, sections.optim, batch_size=sections.input.batch_size,
         num_train_examples=meta.num_train_examples)
+    # The schedule's length check runs here, when the optimizer is built.
+    steps_on_mesh = sharded_steps(config.model, run, optim_settings, sections.mixup, mesh,
+                                  meta, batch_size=sections.input.batch_size)
   except errors.RunError:
     raise
   except ValueError as e:  # the sections' checks: one line naming the field
     raise errors.ConfigError(str(e)) from e
-  steps_on_mesh = sharded_steps(config.model, run, optim_settings, sections.mixup, mesh,
-                                meta, batch_size=sections.input.batch_size)
   return RunSetup(sections, mesh, meta, run, steps_on_mesh)
 
 
