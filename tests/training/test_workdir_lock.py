@@ -49,6 +49,8 @@ def test_a_live_holder_is_refused_by_name_and_keeps_its_lock(tmp_path):
                      match=rf"in use by PID {live} on host {socket.gethostname()}.*train.py"):
     with workdir_lock.hold(workdir):
       pass
+  with pytest.raises(errors.WorkdirLockedError, match=f"in use by PID {live}"):
+    workdir_lock.check_not_held(workdir)  # the early check, before a run's setup
   assert workdir_lock.read_holder(workdir).pid == live
 
 
@@ -56,9 +58,10 @@ def test_a_dead_holder_is_taken_over_with_a_warning(tmp_path, caplog):
   workdir = str(tmp_path)
   dead = _dead_pid()
   _write_lock(workdir, pid=dead)
+  workdir_lock.check_not_held(workdir)  # a dead holder does not stop a run
   with workdir_lock.hold(workdir):
     assert workdir_lock.read_holder(workdir).pid == os.getpid()
-  assert f"no longer running" in caplog.text and str(dead) in caplog.text
+  assert "no longer running" in caplog.text and str(dead) in caplog.text
   assert os.path.exists(os.path.join(workdir, f"run.lock.stale-{dead}"))
 
 

@@ -243,6 +243,7 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
       config, data set not prepared, workdir locked, a resume config that does
       not fit, no readable checkpoint, a checkpoint that could not be saved).
   """
+  workdir_lock.check_not_held(workdir)  # a second run stops here, in seconds
   setup = set_up(config)
   with workdir_lock.hold(workdir), run_log.to_file(workdir):
     return _train(config, setup, workdir)

@@ -204,6 +204,17 @@ def acquire(workdir: str) -> Holder:
       f"workdir {workdir}: could not take {LOCK_NAME}; other runs keep taking it")
 
 
+def check_not_held(workdir: str) -> None:
+  """Raises WorkdirLockedError at once if a running process (or another host)
+  holds `workdir`: lets a second run stop before its setup, not after. Takes
+  nothing; `hold` still decides."""
+  holder = read_holder(workdir)
+  if holder is not None:
+    running = is_running(holder)
+    if running is not False:
+      raise errors.WorkdirLockedError(_locked_message(workdir, holder, running))
+
+
 def release(workdir: str, me: Holder) -> None:
   """Removes `workdir`'s lock if it is still `me`'s."""
   holder = read_holder(workdir)
