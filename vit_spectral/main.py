@@ -359,10 +359,14 @@ def wants_help(argv: Sequence[str]) -> bool:
 # --- The run --------------------------------------------------------------------
 
 class _QuietLibraries(std_logging.Filter):
-  """Drops INFO chatter of orbax and TF's dataset ops; warnings still pass."""
+  """Drops INFO chatter of orbax, JAX's backend probing and TF's dataset ops,
+  and TFDS's own deprecation notice (nothing a user can act on); other
+  warnings pass."""
 
   def filter(self, record):
-    noisy = "/orbax/" in record.pathname or "/tensorflow" in record.pathname
+    if record.getMessage().startswith("`FeatureConnector.dtype` is deprecated"):
+      return False
+    noisy = any(part in record.pathname for part in ("/orbax/", "/tensorflow", "/jax/_src/"))
     return record.levelno >= std_logging.WARNING or not noisy
 
 
