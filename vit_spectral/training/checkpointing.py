@@ -49,7 +49,7 @@ class Checkpointer:
     self.directory = directory if "://" in directory else os.path.abspath(directory)
     self.manager = ocp.CheckpointManager(self.directory, options=options)
     self._saving_step: int | None = None  # the newest step handed to orbax
-    self._failed = False  # a save failed (and was reported): close() only cleans up
+    self._failed = False  # a save failed, was reported and the manager closed
 
   def latest_step(self) -> int | None:
     return self.manager.latest_step()
@@ -159,9 +159,17 @@ class Checkpointer:
     return list(self.manager.all_steps())
 
   def _save_error(self, step: int | None, error: BaseException) -> errors.CheckpointSaveError:
-    """The one-message error for a failed save of `step` (`close` then only
-    releases orbax's threads)."""
-    self._failed = True
+    """The one-message error for a failed save of `step`; closes the manager
+    (the run stops: nothing may wait on the failed save)."""
+    if not self._failed:
+      self._failed = True
+      # Closing now releases orbax's threads and lets tensorstore's pending
+      # writes end before the interpreter does (else each prints a traceback).
+      try:
+        self.manager.close()
+      except Exception as e:  # orbax raises the failure being reported again
+        logging.info("closed the checkpointer after the failed save: %s",
+                     describe_failure(e))
     steps = self._finalized_steps()
     newest = (f"a rerun resumes from step {max(steps)} once the cause is fixed" if steps
               else "no checkpoint has been written yet")
@@ -192,16 +200,17 @@ class Checkpointer:
       raise self._save_error(self._unsaved_step(self._saving_step), e) from e
 
   def close(self) -> None:
-    """Waits for the background save and releases orbax's threads. After a
-    reported save failure it only releases them (the failure was raised
-    already); otherwise a failure raises `errors.CheckpointSaveError`."""
+    """Waits for the background save and releases orbax's threads (at once
+    after a reported save failure: that closed them already).
+
+    Raises:
+      errors.CheckpointSaveError: the background save failed.
+    """
+    if self._failed:
+      return
     try:
       self.manager.close()
     except Exception as e:  # orbax/tensorstore: any failure of a write
-      if self._failed:
-        logging.info("closing the checkpointer after the reported save failure: %s",
-                     describe_failure(e))
-        return
       raise self._save_error(self._unsaved_step(self._saving_step), e) from e
 
 
