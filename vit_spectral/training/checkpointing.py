@@ -19,6 +19,7 @@ from typing import Any, Callable
 import jax
 import numpy as np
 import orbax.checkpoint as ocp
+import tensorstore as ts
 from absl import logging
 from etils import epath
 from jax.experimental import multihost_utils
@@ -90,8 +91,8 @@ class Checkpointer:
     moved = []
     for i, step in enumerate(steps):
       older = steps[i + 1] if i + 1 < len(steps) else None
-      stored, failure = _attempt(
-          lambda: stored_structure(os.path.join(self.directory, str(step), "default")))
+      item_dir = os.path.join(self.directory, str(step), "default")
+      stored, failure = _attempt(lambda: _read_index(item_dir) or stored_structure(item_dir))
       failure = _agreed_failure(failure)
       if failure is None:
         if check is not None:
@@ -220,6 +221,19 @@ def _attempt(read: Callable[[], Any]) -> tuple[Any, str | None]:
     return read(), None
   except Exception as e:  # orbax/tensorstore/json: any sign of damage
     return None, describe_failure(e)
+
+
+def _read_index(item_dir: str) -> None:
+  """Lists the keys of the step's OCDBT database (orbax's default format),
+  one read at a time: damaged index or data files fail here with one error,
+  before orbax reads every array's metadata at once (where each pending read
+  of a damaged checkpoint prints a traceback). Nothing to do for other formats."""
+  if not (epath.Path(item_dir) / "manifest.ocdbt").exists():
+    return None
+  base = item_dir if "://" in item_dir else "file://" + item_dir
+  kvstore = ts.KvStore.open({"driver": "ocdbt", "base": base.rstrip("/") + "/"}).result()
+  kvstore.list().result()
+  return None
 
 
 def _agreed_failure(failure: str | None) -> str | None:
