@@ -79,7 +79,7 @@ class Checkpointer:
     (ShapeDtypeStructs, from the metadata) before the arrays are read, and may
     raise (e.g. a config that does not fit: `errors.ConfigMismatchError`);
     what it raises propagates untouched. A step whose metadata or arrays
-    cannot be read is moved aside (`move_aside`; one warning line) and the
+    cannot be read is moved aside (`_move_aside`; one warning line) and the
     next older step is tried. With several processes, all take the same
     decision: a step unreadable on any process is moved aside by process 0.
 
@@ -92,7 +92,7 @@ class Checkpointer:
     for i, step in enumerate(steps):
       older = steps[i + 1] if i + 1 < len(steps) else None
       item_dir = os.path.join(self.directory, str(step), "default")
-      stored, failure = _attempt(lambda: _read_index(item_dir) or stored_structure(item_dir))
+      stored, failure = _attempt(lambda: _read_stored(item_dir))
       failure = _agreed_failure(failure)
       if failure is None:
         if check is not None:
@@ -115,9 +115,12 @@ class Checkpointer:
     (reason)'."""
     source = epath.Path(self.directory) / str(step)
     target = _free_name(source)
+    several = jax.process_count() > 1
+    if several:  # every process has named the target before it is taken
+      multihost_utils.sync_global_devices(f"checkpoint {step} to be moved aside")
     if jax.process_index() == 0:
       source.rename(target)
-    if jax.process_count() > 1:
+    if several:
       multihost_utils.sync_global_devices(f"checkpoint {step} moved aside")
     self.manager.reload()
     then = f"trying step {older}" if older is not None else "no older checkpoint to try"
@@ -127,14 +130,16 @@ class Checkpointer:
 
   def check_for_errors(self) -> None:
     """Raises what a finished background save raised (cheap; call every
-    step): orbax itself reports it only at the next save.
+    step): orbax itself reports it only at the next save. With several
+    processes it stays so (the next save is where all processes wait; one
+    process stopping alone would leave the others hanging in a collective).
 
     Raises:
       errors.CheckpointSaveError: a background save failed.
     """
     try:
       self.manager.check_for_errors()
-      if self._finished_with_error():
+      if jax.process_count() == 1 and self._finished_with_error():
         self.manager.wait_until_finished()  # joins the finished thread: raises
     except Exception as e:  # orbax/tensorstore: any failure of a write
       raise self._save_error(self._unsaved_step(self._saving_step), e) from e
@@ -223,17 +228,17 @@ def _attempt(read: Callable[[], Any]) -> tuple[Any, str | None]:
     return None, describe_failure(e)
 
 
-def _read_index(item_dir: str) -> None:
-  """Lists the keys of the step's OCDBT database (orbax's default format),
-  one read at a time: damaged index or data files fail here with one error,
-  before orbax reads every array's metadata at once (where each pending read
-  of a damaged checkpoint prints a traceback). Nothing to do for other formats."""
-  if not (epath.Path(item_dir) / "manifest.ocdbt").exists():
-    return None
-  base = item_dir if "://" in item_dir else "file://" + item_dir
-  kvstore = ts.KvStore.open({"driver": "ocdbt", "base": base.rstrip("/") + "/"}).result()
-  kvstore.list().result()
-  return None
+def _read_stored(item_dir: str) -> Any:
+  """`stored_structure(item_dir)`, after listing the keys of the step's OCDBT
+  database (orbax's default format; skipped for others) one read at a time:
+  a damaged index or data file fails there with one error, not in orbax's
+  concurrent reads of every array's metadata (where each pending read prints
+  a traceback)."""
+  if (epath.Path(item_dir) / "manifest.ocdbt").exists():
+    base = item_dir if "://" in item_dir else "file://" + item_dir
+    kvstore = ts.KvStore.open({"driver": "ocdbt", "base": base.rstrip("/") + "/"}).result()
+    kvstore.list().result()
+  return stored_structure(item_dir)
 
 
 def _agreed_failure(failure: str | None) -> str | None:
