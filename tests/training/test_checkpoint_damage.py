@@ -8,6 +8,8 @@ Each rerun moves step 30 aside to `30.unreadable`, resumes from step 20 and
 ends with exactly the parameters of the uninterrupted reference run. The
 reruns keep two checkpoints (the reference three), so orbax's garbage
 collection deletes step 20 at step 40 and must leave `30.unreadable` alone.
+A step whose `default` item directory is gone (orbax alone: "Must provide
+`args` of type `Composite`") is moved aside too (restore only, no training).
 
 Save failures: orbax's own file writes (`async_path.write_text`, what it
 writes `_METADATA`, array metadata and commit markers with) raise ENOSPC from
@@ -176,3 +178,16 @@ def test_a_failed_background_save_surfaces_before_the_next_save(tmp_path, monkey
   start = time.monotonic()
   ckpt.close()
   assert time.monotonic() - start < 5
+
+
+def test_a_step_without_its_item_directory_is_moved_aside(reference, tmp_path):
+  # What orbax alone answers with "Must provide `args` of type `Composite`".
+  workdir = _stopped_after_step_30(reference, tmp_path)
+  checkpoints = workdir / "checkpoints"
+  shutil.rmtree(checkpoints / "30" / "default")
+  setup = trainer.set_up(_config())
+  ckpt = checkpointing.Checkpointer(str(checkpoints), save_every=EVERY)
+  state, step = ckpt.restore_latest(setup.steps.abstract_state, setup.steps.state_sharding)
+  ckpt.close()
+  assert step == 2 * EVERY and int(state.step) == 2 * EVERY
+  assert sorted(os.listdir(checkpoints)) == ["20", "30.unreadable"]
