@@ -139,10 +139,10 @@ class Checkpointer:
     """
     try:
       self.manager.check_for_errors()
-      if jax.process_count() == 1 and self._finished_with_error():
-        self.manager.wait_until_finished()  # joins the finished thread: raises
     except Exception as e:  # orbax/tensorstore: any failure of a write
       raise self._save_error(self._unsaved_step(self._saving_step), e) from e
+    if jax.process_count() == 1 and self._finished_with_error():
+      self.wait_until_finished()  # joins the finished thread: raises
 
   def _finished_with_error(self) -> bool:
     """Whether orbax's finalize thread (the background save) has ended with
@@ -200,6 +200,8 @@ class Checkpointer:
     Raises:
       errors.CheckpointSaveError: it failed.
     """
+    if self._failed:  # reported, and the manager closed
+      return
     try:
       self.manager.wait_until_finished()
     except Exception as e:  # orbax/tensorstore: any failure of a write
