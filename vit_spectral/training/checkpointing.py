@@ -1,17 +1,33 @@
-"""Orbax checkpoints of the train state: periodic, keep-last-N, preemption-aware.
+"""Orbax checkpoints of the train state: periodic, keep-last-N, preemption-aware,
+damage-tolerant.
 
 Restoring goes onto an abstract state that carries the *current* shardings, so a
-checkpoint written on one mesh restores onto another.
+checkpoint written on one mesh restores onto another. A step that cannot be
+read (damaged files, missing metadata) is moved aside to `<step>.unreadable`,
+never deleted, and the next older one is tried; orbax neither lists nor
+garbage-collects the moved directories. A save that fails (e.g. a full disk)
+is raised as one `errors.CheckpointSaveError` naming the directory, the step
+and the newest good checkpoint.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 from typing import Any, Callable
 
 import jax
 import numpy as np
 import orbax.checkpoint as ocp
+import tensorstore as ts
+from absl import logging
+from etils import epath
+from jax.experimental import multihost_utils
+
+from vit_spectral import errors
+
+UNREADABLE_SUFFIX = ".unreadable"
+_REASON_CHARS = 200
 
 
 class Checkpointer:
@@ -33,34 +49,140 @@ class Checkpointer:
         enable_async_checkpointing=async_save)
     self.directory = directory if "://" in directory else os.path.abspath(directory)
     self.manager = ocp.CheckpointManager(self.directory, options=options)
+    self._saving_step: int | None = None  # the newest step handed to orbax
+    self._failed = False  # a save failed, was reported and the manager closed
 
   def latest_step(self) -> int | None:
     return self.manager.latest_step()
 
   def save(self, step: int, state: Any, *, force: bool = False) -> bool:
-    """Saves `state` at `step` if the interval says so (or `force`)."""
-    return self.manager.save(step, args=ocp.args.StandardSave(state), force=force)
+    """Saves `state` at `step` if the interval says so (or `force`).
+
+    Raises:
+      errors.CheckpointSaveError: this save, or the one still in flight, failed.
+    """
+    try:
+      saved = self.manager.save(step, args=ocp.args.StandardSave(state), force=force)
+    except Exception as e:  # orbax/tensorstore: any failure of a write
+      raise self._save_error(self._unsaved_step(step), e) from e
+    if saved:
+      self._saving_step = step
+    return saved
 
   def restore_latest(self, abstract_state: Any, shardings: Any, *,
                      check: Callable[[int, Any], None] | None = None
                      ) -> tuple[Any, int | None]:
-    """The newest checkpoint, restored onto `shardings`, and its step;
-    (None, None) when there is none.
+    """The newest readable checkpoint, restored onto `shardings`, and its
+    step; (None, None) when there is none.
 
-    `check(step, stored)` sees the stored tree (ShapeDtypeStructs, from the
-    metadata) before the arrays are read, and may raise (e.g. a config that
-    does not fit: `errors.ConfigMismatchError`).
+    Steps are tried newest first. `check(step, stored)` sees the stored tree
+    (ShapeDtypeStructs, from the metadata) before the arrays are read, and may
+    raise (e.g. a config that does not fit: `errors.ConfigMismatchError`);
+    what it raises propagates untouched. A step whose metadata or arrays
+    cannot be read is moved aside (`_move_aside`; one warning line) and the
+    next older step is tried. With several processes, all take the same
+    decision: a step unreadable on any process is moved aside by process 0.
+
+    Raises:
+      errors.CheckpointReadError: there were checkpoints, none readable (all
+        moved aside).
     """
-    step = self.latest_step()
-    if step is None:
-      return None, None
-    if check is not None:
-      check(step, stored_structure(os.path.join(self.directory, str(step), "default")))
-    return self.restore(step, abstract_state, shardings), step
+    steps = sorted(self.manager.all_steps(), reverse=True)
+    moved = []
+    for i, step in enumerate(steps):
+      older = steps[i + 1] if i + 1 < len(steps) else None
+      item_dir = os.path.join(self.directory, str(step), "default")
+      stored, failure = _attempt(lambda: _read_stored(item_dir))
+      failure = _agreed_failure(failure)
+      if failure is None:
+        if check is not None:
+          check(step, stored)
+        state, failure = _attempt(lambda: self.restore(step, abstract_state, shardings))
+        failure = _agreed_failure(failure)
+        if failure is None:
+          return state, step
+      moved.append(self._move_aside(step, failure, older))
+    if moved:
+      raise errors.CheckpointReadError(
+          f"none of the checkpoints in {self.directory} can be read; moved aside "
+          f"(not deleted): {'; '.join(moved)}. A rerun starts from step 0; to keep "
+          f"what was trained, restore a moved directory by hand first.")
+    return None, None
+
+  def _move_aside(self, step: int, failure: str, older: int | None) -> str:
+    """Renames step `step` to `<step>.unreadable` (process 0; all processes
+    wait), makes orbax forget it and logs one line; returns 'step S -> path
+    (reason)'."""
+    source = epath.Path(self.directory) / str(step)
+    target = _free_name(source)
+    several = jax.process_count() > 1
+    if several:  # every process has named the target before it is taken
+      multihost_utils.sync_global_devices(f"checkpoint {step} to be moved aside")
+    if jax.process_index() == 0:
+      source.rename(target)
+    if several:
+      multihost_utils.sync_global_devices(f"checkpoint {step} moved aside")
+    self.manager.reload()
+    then = f"trying step {older}" if older is not None else "no older checkpoint to try"
+    logging.warning("checkpoint at step %d cannot be read (%s); moved to %s; %s",
+                    step, failure, target, then)
+    return f"step {step} -> {target} ({failure})"
 
   def check_for_errors(self) -> None:
-    """Raises what a finished background save raised (cheap; call every step)."""
-    self.manager.check_for_errors()
+    """Raises what a finished background save raised (cheap; call every
+    step): orbax itself reports it only at the next save. With several
+    processes it stays so (the next save is where all processes wait; one
+    process stopping alone would leave the others hanging in a collective).
+
+    Raises:
+      errors.CheckpointSaveError: a background save failed.
+    """
+    try:
+      self.manager.check_for_errors()
+    except Exception as e:  # orbax/tensorstore: any failure of a write
+      raise self._save_error(self._unsaved_step(self._saving_step), e) from e
+    if jax.process_count() == 1 and self._finished_with_error():
+      self.wait_until_finished()  # joins the finished thread: raises
+
+  def _finished_with_error(self) -> bool:
+    """Whether orbax's finalize thread (the background save) has ended with
+    an exception. orbax keeps that exception until the next `save` or
+    `wait_until_finished`; this looks without waiting."""
+    return self.manager._finalize_thread.map(  # pylint: disable=protected-access
+        lambda t: t is not None and not t.is_alive() and t.exception is not None)
+
+  def _unsaved_step(self, step: int | None) -> int | None:
+    """The step whose save failed: the one in flight if it never got
+    finalized, else `step`."""
+    if self._saving_step is not None and self._saving_step not in self._finalized_steps():
+      return self._saving_step
+    return step
+
+  def _finalized_steps(self) -> list[int]:
+    """The steps whose checkpoints are complete on disk (not orbax's cached
+    list, which holds the step being saved)."""
+    self.manager.reload()
+    return list(self.manager.all_steps())
+
+  def _save_error(self, step: int | None, error: BaseException) -> errors.CheckpointSaveError:
+    """The one-message error for a failed save of `step`; closes the manager
+    (the run stops: nothing may wait on the failed save)."""
+    if not self._failed:
+      self._failed = True
+      # Closing now releases orbax's threads and lets tensorstore's pending
+      # writes end before the interpreter does (else each prints a traceback).
+      try:
+        self.manager.close()
+      except Exception as e:  # orbax raises the failure being reported again
+        logging.info("closed the checkpointer after the failed save: %s",
+                     describe_failure(e))
+    steps = self._finalized_steps()
+    newest = (f"a rerun resumes from step {max(steps)} once the cause is fixed" if steps
+              else "no checkpoint has been written yet")
+    what = f"step {step}" if step is not None else "a step"
+    return errors.CheckpointSaveError(
+        f"could not save the checkpoint of {what} in {self.directory}: "
+        f"{describe_failure(error)}; {newest}")
 
   def restore(self, step: int, abstract_state: Any, shardings: Any) -> Any:
     """Restores `step` onto `shardings` (a tree like `abstract_state`)."""
@@ -73,16 +195,107 @@ class Checkpointer:
     return self.manager.reached_preemption(step)
 
   def wait_until_finished(self) -> None:
-    self.manager.wait_until_finished()
+    """Waits for the background save.
+
+    Raises:
+      errors.CheckpointSaveError: it failed.
+    """
+    if self._failed:  # reported, and the manager closed
+      return
+    try:
+      self.manager.wait_until_finished()
+    except Exception as e:  # orbax/tensorstore: any failure of a write
+      raise self._save_error(self._unsaved_step(self._saving_step), e) from e
 
   def close(self) -> None:
-    self.manager.close()
+    """Waits for the background save and releases orbax's threads (at once
+    after a reported save failure: that closed them already).
+
+    Raises:
+      errors.CheckpointSaveError: the background save failed.
+    """
+    if self._failed:
+      return
+    try:
+      self.manager.close()
+    except Exception as e:  # orbax/tensorstore: any failure of a write
+      raise self._save_error(self._unsaved_step(self._saving_step), e) from e
+
+
+def _attempt(read: Callable[[], Any]) -> tuple[Any, str | None]:
+  """(read(), None), or (None, the failure in one line)."""
+  try:
+    return read(), None
+  except Exception as e:  # orbax/tensorstore/json: any sign of damage
+    return None, describe_failure(e)
+
+
+def _read_stored(item_dir: str) -> Any:
+  """`stored_structure(item_dir)`, after listing the keys of the step's OCDBT
+  database (orbax's default format; skipped for others) one read at a time:
+  a damaged index or data file fails there with one error, not in orbax's
+  concurrent reads of every array's metadata (where each pending read prints
+  a traceback)."""
+  if (epath.Path(item_dir) / "manifest.ocdbt").exists():
+    base = item_dir if "://" in item_dir else "file://" + item_dir
+    kvstore = ts.KvStore.open({"driver": "ocdbt", "base": base.rstrip("/") + "/"}).result()
+    kvstore.list().result()
+  return stored_structure(item_dir)
+
+
+def _agreed_failure(failure: str | None) -> str | None:
+  """With several processes: a failure on any of them (all get the same
+  answer); with one, `failure` (no collectives)."""
+  if jax.process_count() == 1:
+    return failure
+  failed = multihost_utils.process_allgather(np.asarray(failure is not None))
+  if failure is None and np.any(failed):
+    return f"unreadable on process {int(np.argmax(failed))}"
+  return failure
+
+
+def _free_name(source: epath.Path) -> epath.Path:
+  """`<source>.unreadable`, or `.unreadable.1`, `.2`, ... where taken."""
+  target = source.parent / (source.name + UNREADABLE_SUFFIX)
+  n = 0
+  while target.exists():
+    n += 1
+    target = source.parent / f"{source.name}{UNREADABLE_SUFFIX}.{n}"
+  return target
+
+
+def describe_failure(error: BaseException) -> str:
+  """`error` in one line: 'the disk is full (No space left on device)' when
+  any exception in its chain is ENOSPC, else 'Type: first line' (shortened)."""
+  seen, pending = set(), [error]
+  while pending:
+    e = pending.pop()
+    if e is None or id(e) in seen:
+      continue
+    seen.add(id(e))
+    if ((isinstance(e, OSError) and e.errno == errno.ENOSPC)
+        or "No space left on device" in str(e)):
+      return "the disk is full (No space left on device)"
+    pending += [e.__cause__, e.__context__, *getattr(e, "exceptions", ())]
+  lines = str(error).strip().splitlines()
+  line = lines[0] if lines else ""
+  if len(line) > _REASON_CHARS:
+    line = line[:_REASON_CHARS - 3] + "..."
+  return f"{type(error).__name__}: {line}" if line else type(error).__name__
 
 
 def stored_structure(item_dir: str) -> Any:
   """The tree saved in `item_dir` (a step's `default` item) as ShapeDtypeStructs,
-  read from the checkpoint's metadata alone."""
-  stored = ocp.StandardCheckpointer().metadata(item_dir).item_metadata.tree
+  read from the checkpoint's metadata alone.
+
+  Raises what reading the metadata raised (orbax's `StandardCheckpointer`
+  would log it and return no tree).
+  """
+  handler = ocp.StandardCheckpointHandler()
+  try:
+    stored = handler.metadata(epath.Path(item_dir)).tree
+  finally:
+    handler.close()
   return jax.tree_util.tree_map(lambda leaf: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype),
                                 stored)
 

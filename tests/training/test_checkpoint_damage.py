@@ -1,0 +1,193 @@
+"""Checkpoints that survive damage, and save failures reported as one message.
+
+Damage: a workdir left by a run stopped after its step-30 checkpoint (steps
+20 and 30; a copy of the reference run's workdir without step 40) has its
+step 30 damaged three ways: random bytes over the second half of the array
+data file, an empty `_METADATA`, half of the step directory's files deleted.
+Each rerun moves step 30 aside to `30.unreadable`, resumes from step 20 and
+ends with exactly the parameters of the uninterrupted reference run. The
+reruns keep two checkpoints (the reference three), so orbax's garbage
+collection deletes step 20 at step 40 and must leave `30.unreadable` alone.
+A step whose `default` item directory is gone (orbax alone: "Must provide
+`args` of type `Composite`") is moved aside too (restore only, no training).
+
+Save failures: orbax's own file writes (`async_path.write_text`, what it
+writes `_METADATA`, array metadata and commit markers with) raise ENOSPC from
+the second checkpoint on, as on a full disk.
+"""
+
+import errno
+import glob
+import logging
+import os
+import re
+import shutil
+import time
+
+import jax
+import numpy as np
+import pytest
+from orbax.checkpoint._src.path import async_path
+
+from vit_spectral import errors
+from vit_spectral.configs import digits_vit
+from vit_spectral.training import checkpointing, trainer
+
+TOTAL, EVERY = 40, 10
+
+
+def _config(keep=3):
+  config = digits_vit.get_config(f"depth=1,width=16,heads=2,steps={TOTAL}")
+  config.checkpoint_every = config.log_every = EVERY
+  config.eval_every = TOTAL
+  config.input.batch_size = 32
+  config.optim.warmup_steps = 5
+  config.keep_checkpoints = keep
+  return config
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+  """The uninterrupted 40-step run's workdir (checkpoints 20, 30, 40)."""
+  workdir = tmp_path_factory.mktemp("reference")
+  trainer.train_and_evaluate(_config(), str(workdir))
+  return workdir
+
+
+def _stopped_after_step_30(reference, tmp_path):
+  workdir = tmp_path / "run"
+  shutil.copytree(reference, workdir)
+  shutil.rmtree(workdir / "checkpoints" / "40")
+  os.remove(workdir / "final_metrics.json")
+  return workdir
+
+
+def _random_bytes_in_array_file(step_dir):
+  (data_file,) = glob.glob(str(step_dir / "default" / "d" / "*"))
+  size = os.path.getsize(data_file)
+  with open(data_file, "r+b") as f:
+    f.seek(size // 2)
+    f.write(np.random.default_rng(0).bytes(size - size // 2))
+
+
+def _empty_metadata(step_dir):
+  (step_dir / "default" / "_METADATA").write_text("")
+
+
+def _half_the_files_deleted(step_dir):
+  files = sorted(p for p in glob.glob(str(step_dir / "**"), recursive=True) if os.path.isfile(p))
+  assert len(files) > 10
+  for path in files[::2]:
+    os.remove(path)
+
+
+def _params_equal(got, want):
+  assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(want)
+  for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+    np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("damage", [_random_bytes_in_array_file, _empty_metadata,
+                                    _half_the_files_deleted])
+def test_a_damaged_newest_checkpoint_is_moved_aside_and_the_run_resumes(
+    reference, tmp_path, caplog, damage):
+  workdir = _stopped_after_step_30(reference, tmp_path)
+  checkpoints = workdir / "checkpoints"
+  damage(checkpoints / "30")
+  # What a kill during a save leaves: orbax skips it, as before.
+  killed = checkpoints / "40.orbax-checkpoint-tmp-1"
+  killed.mkdir()
+  (killed / "_CHECKPOINT_METADATA").write_text("{")
+
+  with caplog.at_level(logging.INFO):
+    trainer.train_and_evaluate(_config(keep=2), str(workdir))
+
+  names = sorted(os.listdir(checkpoints))
+  assert [n for n in names if "tmp" not in n] == ["30", "30.unreadable", "40"]
+  moved = [r.getMessage() for r in caplog.records if "30.unreadable" in r.getMessage()]
+  assert len(moved) == 1, moved
+  assert re.search(r"step 30\b.*\(\w+(Error|Exception)?: .+\).*step 20\b", moved[0]), moved[0]
+  assert "\n" not in moved[0]
+  assert any("resumed from the checkpoint at step 20" in r.getMessage() for r in caplog.records)
+  got, step = checkpointing.latest_params(str(workdir))
+  want, _ = checkpointing.latest_params(str(reference))
+  assert step == TOTAL
+  _params_equal(got, want)
+
+
+def test_no_readable_checkpoint_stops_with_one_message(reference, tmp_path):
+  workdir = _stopped_after_step_30(reference, tmp_path)
+  checkpoints = workdir / "checkpoints"
+  _empty_metadata(checkpoints / "30")
+  (checkpoints / "20.unreadable").mkdir()  # from an earlier rerun: kept, not reused
+  _half_the_files_deleted(checkpoints / "20")
+
+  with pytest.raises(errors.CheckpointReadError) as info:
+    trainer.train_and_evaluate(_config(), str(workdir))
+  message = str(info.value)
+  assert sorted(os.listdir(checkpoints)) == ["20.unreadable", "20.unreadable.1", "30.unreadable"]
+  assert str(checkpoints) in message
+  assert "30.unreadable" in message and "20.unreadable.1" in message
+  assert "step 0" in message and "\n" not in message
+
+
+def _disk_full_after_first_checkpoint(monkeypatch):
+  """orbax's file writes fail with ENOSPC for every step after `EVERY`."""
+  write_text = async_path.write_text
+  faults = []
+
+  async def write_text_or_fail(path, text):
+    match = re.search(r"checkpoints/(\d+)", str(path))
+    if match and int(match.group(1)) > EVERY:
+      faults.append(time.monotonic())
+      raise OSError(errno.ENOSPC, "No space left on device", str(path))
+    return await write_text(path, text)
+
+  monkeypatch.setattr(async_path, "write_text", write_text_or_fail)
+  return faults
+
+
+def test_a_full_disk_stops_the_run_with_one_message(tmp_path, monkeypatch):
+  faults = _disk_full_after_first_checkpoint(monkeypatch)
+  with pytest.raises(errors.CheckpointSaveError) as info:
+    trainer.train_and_evaluate(_config(), str(tmp_path))
+  message = str(info.value)
+  assert str(tmp_path / "checkpoints") in message, message
+  assert re.search(rf"step {2 * EVERY}\b", message), message
+  assert "the disk is full (No space left on device)" in message, message
+  assert re.search(rf"resumes from step {EVERY}\b", message), message
+  assert "\n" not in message
+  cause = info.value.__cause__
+  assert cause is not None and faults
+  assert not os.path.exists(tmp_path / "checkpoints" / str(2 * EVERY))
+
+
+def test_a_failed_background_save_surfaces_before_the_next_save(tmp_path, monkeypatch):
+  faults = _disk_full_after_first_checkpoint(monkeypatch)
+  ckpt = checkpointing.Checkpointer(str(tmp_path / "checkpoints"), save_every=EVERY)
+  state = {"w": np.arange(6, dtype=np.float32)}
+  assert ckpt.save(EVERY, state)
+  ckpt.wait_until_finished()
+  assert ckpt.save(2 * EVERY, state)
+  deadline = time.monotonic() + 10
+  with pytest.raises(errors.CheckpointSaveError, match="no checkpoint has been|resumes from step 10"):
+    while time.monotonic() < deadline:  # what the train loop does after each step
+      ckpt.check_for_errors()
+      time.sleep(0.01)
+  assert faults
+  start = time.monotonic()
+  ckpt.close()
+  assert time.monotonic() - start < 5
+
+
+def test_a_step_without_its_item_directory_is_moved_aside(reference, tmp_path):
+  # What orbax alone answers with "Must provide `args` of type `Composite`".
+  workdir = _stopped_after_step_30(reference, tmp_path)
+  checkpoints = workdir / "checkpoints"
+  shutil.rmtree(checkpoints / "30" / "default")
+  setup = trainer.set_up(_config())
+  ckpt = checkpointing.Checkpointer(str(checkpoints), save_every=EVERY)
+  state, step = ckpt.restore_latest(setup.steps.abstract_state, setup.steps.state_sharding)
+  ckpt.close()
+  assert step == 2 * EVERY and int(state.step) == 2 * EVERY
+  assert sorted(os.listdir(checkpoints)) == ["20", "30.unreadable"]
