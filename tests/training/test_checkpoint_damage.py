@@ -2,8 +2,11 @@
 
 Damage: a workdir left by a run stopped after its step-30 checkpoint (steps
 20 and 30; a copy of the reference run's workdir without step 40) has its
-step 30 damaged three ways: random bytes over the second half of the array
-data file, an empty `_METADATA`, half of the step directory's files deleted.
+step 30 damaged four ways: random bytes over the second half of the array
+data file (the reader fails), 64 random bytes inside the largest raw array
+chunk (the reader returns wrong numbers: the fingerprint saved with the step
+catches them; without it the rerun's loss is NaN two steps later), an empty
+`_METADATA`, half of the step directory's files deleted.
 Each rerun moves step 30 aside to `30.unreadable`, resumes from step 20 and
 ends with exactly the parameters of the uninterrupted reference run. The
 reruns keep two checkpoints (the reference three), so orbax's garbage
@@ -37,7 +40,7 @@ TOTAL, EVERY = 40, 10
 
 
 def _config(keep=3):
-  config = digits_vit.get_config(f"depth=1,width=16,heads=2,steps={TOTAL}")
+  config = digits_vit.get_config(f"depth=1,width=64,heads=2,steps={TOTAL}")
   config.checkpoint_every = config.log_every = EVERY
   config.eval_every = TOTAL
   config.input.batch_size = 32
@@ -70,6 +73,17 @@ def _random_bytes_in_array_file(step_dir):
     f.write(np.random.default_rng(0).bytes(size - size // 2))
 
 
+def _random_bytes_in_the_largest_array_chunk(step_dir):
+  """Bytes the reader does not check (uncompressed chunk data): orbax restores
+  them as wrong numbers; the fingerprint saved with the step catches them."""
+  files = glob.glob(str(step_dir / "default" / "ocdbt.process_0" / "d" / "*"))
+  data_file = max(files, key=os.path.getsize)
+  size = os.path.getsize(data_file)
+  with open(data_file, "r+b") as f:
+    f.seek(size // 2)
+    f.write(np.random.default_rng(0).bytes(64))
+
+
 def _empty_metadata(step_dir):
   (step_dir / "default" / "_METADATA").write_text("")
 
@@ -87,7 +101,8 @@ def _params_equal(got, want):
     np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("damage", [_random_bytes_in_array_file, _empty_metadata,
+@pytest.mark.parametrize("damage", [_random_bytes_in_array_file,
+                                    _random_bytes_in_the_largest_array_chunk, _empty_metadata,
                                     _half_the_files_deleted])
 def test_a_damaged_newest_checkpoint_is_moved_aside_and_the_run_resumes(
     reference, tmp_path, caplog, damage):
@@ -103,7 +118,10 @@ def test_a_damaged_newest_checkpoint_is_moved_aside_and_the_run_resumes(
     trainer.train_and_evaluate(_config(keep=2), str(workdir))
 
   names = sorted(os.listdir(checkpoints))
-  assert [n for n in names if "tmp" not in n] == ["30", "30.unreadable", "40"]
+  assert [n for n in names if "tmp" not in n] == ["30", "30.unreadable", "40", "fingerprints"]
+  # Fingerprints of the steps saved; those older than every kept step are
+  # dropped at the next save (20's is still there: it was kept at step 40's).
+  assert {"30.json", "40.json"} <= set(os.listdir(checkpoints / "fingerprints"))
   moved = [r.getMessage() for r in caplog.records if "30.unreadable" in r.getMessage()]
   assert len(moved) == 1, moved
   assert re.search(r"step 30\b.*\(\w+(Error|Exception)?: .+\).*step 20\b", moved[0]), moved[0]
@@ -125,7 +143,8 @@ def test_no_readable_checkpoint_stops_with_one_message(reference, tmp_path):
   with pytest.raises(errors.CheckpointReadError) as info:
     trainer.train_and_evaluate(_config(), str(workdir))
   message = str(info.value)
-  assert sorted(os.listdir(checkpoints)) == ["20.unreadable", "20.unreadable.1", "30.unreadable"]
+  assert sorted(os.listdir(checkpoints)) == ["20.unreadable", "20.unreadable.1", "30.unreadable",
+                                             "fingerprints"]
   assert str(checkpoints) in message
   assert "30.unreadable" in message and "20.unreadable.1" in message
   assert "step 0" in message and "\n" not in message
@@ -190,4 +209,4 @@ def test_a_step_without_its_item_directory_is_moved_aside(reference, tmp_path):
   state, step = ckpt.restore_latest(setup.steps.abstract_state, setup.steps.state_sharding)
   ckpt.close()
   assert step == 2 * EVERY and int(state.step) == 2 * EVERY
-  assert sorted(os.listdir(checkpoints)) == ["20", "30.unreadable"]
+  assert sorted(os.listdir(checkpoints)) == ["20", "30.unreadable", "fingerprints"]

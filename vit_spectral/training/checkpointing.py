@@ -3,8 +3,10 @@ damage-tolerant.
 
 Restoring goes onto an abstract state that carries the *current* shardings, so a
 checkpoint written on one mesh restores onto another. A step that cannot be
-read (damaged files, missing metadata) is moved aside to `<step>.unreadable`,
-never deleted, and the next older one is tried; orbax neither lists nor
+read (damaged files, missing metadata, arrays that differ from the
+fingerprint saved with them: `state_fingerprint`, in `fingerprints/<step>.json`)
+is moved aside to `<step>.unreadable`, never deleted, and the next older one is
+tried; orbax neither lists nor
 garbage-collects the moved directories. A save that fails (e.g. a full disk)
 is raised as one `errors.CheckpointSaveError` naming the directory, the step
 and the newest good checkpoint.
@@ -13,6 +15,7 @@ and the newest good checkpoint.
 from __future__ import annotations
 
 import errno
+import json
 import os
 from typing import Any, Callable
 
@@ -25,8 +28,10 @@ from etils import epath
 from jax.experimental import multihost_utils
 
 from vit_spectral import errors
+from vit_spectral.training import state_fingerprint
 
 UNREADABLE_SUFFIX = ".unreadable"
+FINGERPRINT_DIR = "fingerprints"  # <step>.json: `state_fingerprint` of each saved step
 _REASON_CHARS = 200
 
 
@@ -61,13 +66,53 @@ class Checkpointer:
     Raises:
       errors.CheckpointSaveError: this save, or the one still in flight, failed.
     """
+    if not (force or self.manager.should_save(step)) or step in self.manager.all_steps():
+      return False  # (orbax never overwrites a step either)
     try:
+      self._write_fingerprint(step, state)
       saved = self.manager.save(step, args=ocp.args.StandardSave(state), force=force)
     except Exception as e:  # orbax/tensorstore: any failure of a write
       raise self._save_error(self._unsaved_step(step), e) from e
     if saved:
       self._saving_step = step
     return saved
+
+  def _fingerprint_path(self, step: int) -> epath.Path:
+    return epath.Path(self.directory) / FINGERPRINT_DIR / f"{step}.json"
+
+  def _write_fingerprint(self, step: int, state: Any) -> None:
+    """Writes `state`'s fingerprint for `step` (all processes compute it,
+    process 0 writes it) and drops those of steps older than every kept one."""
+    prints = state_fingerprint.fingerprint(state)
+    if jax.process_index() != 0:
+      return
+    folder = epath.Path(self.directory) / FINGERPRINT_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    self._fingerprint_path(step).write_text(json.dumps(prints))
+    kept = self.manager.all_steps()
+    for path in folder.glob("*.json"):
+      if path.stem.isdigit() and kept and int(path.stem) < min(kept):
+        path.unlink()
+
+  def _restore_verified(self, step: int, abstract_state: Any, shardings: Any) -> Any:
+    """`restore`, then its arrays against the fingerprint saved with them
+    (steps saved without one are restored unverified).
+
+    Raises:
+      ValueError: an array differs from its fingerprint (damaged bytes that
+        the reader did not notice).
+    """
+    state = self.restore(step, abstract_state, shardings)
+    path = self._fingerprint_path(step)
+    if not path.exists():
+      logging.info("checkpoint at step %d has no fingerprint (saved before they were "
+                   "written): restored unverified", step)
+      return state
+    differ = state_fingerprint.mismatches(json.loads(path.read_text()), state)
+    if differ:
+      shown = ", ".join(differ[:3]) + (f" and {len(differ) - 3} more" if len(differ) > 3 else "")
+      raise ValueError(f"arrays differ from the fingerprint saved with them: {shown}")
+    return state
 
   def restore_latest(self, abstract_state: Any, shardings: Any, *,
                      check: Callable[[int, Any], None] | None = None
@@ -97,7 +142,8 @@ class Checkpointer:
       if failure is None:
         if check is not None:
           check(step, stored)
-        state, failure = _attempt(lambda: self.restore(step, abstract_state, shardings))
+        state, failure = _attempt(
+            lambda: self._restore_verified(step, abstract_state, shardings))
         failure = _agreed_failure(failure)
         if failure is None:
           return state, step
