@@ -56,6 +56,7 @@ class Checkpointer:
     self.manager = ocp.CheckpointManager(self.directory, options=options)
     self._saving_step: int | None = None  # the newest step handed to orbax
     self._failed = False  # a save failed, was reported and the manager closed
+    self._closed = False
 
   def latest_step(self) -> int | None:
     return self.manager.latest_step()
@@ -255,17 +256,34 @@ class Checkpointer:
 
   def close(self) -> None:
     """Waits for the background save and releases orbax's threads (at once
-    after a reported save failure: that closed them already).
+    after a reported save failure, or a second time: nothing is left).
 
     Raises:
       errors.CheckpointSaveError: the background save failed.
     """
-    if self._failed:
+    if self._failed or self._closed:
       return
+    self._closed = True
     try:
       self.manager.close()
     except Exception as e:  # orbax/tensorstore: any failure of a write
       raise self._save_error(self._unsaved_step(self._saving_step), e) from e
+
+  def __enter__(self) -> "Checkpointer":
+    return self
+
+  def __exit__(self, kind, error, traceback) -> bool:
+    """Closes; when the run is failing (`error`), a save still in flight
+    completes first (it holds the newest good state), and its own failure is
+    logged rather than raised over the run's."""
+    if error is None:
+      self.close()
+      return False
+    try:
+      self.close()
+    except errors.CheckpointSaveError as e:
+      logging.warning("while the run was stopping: %s", e)
+    return False
 
 
 def _attempt(read: Callable[[], Any]) -> tuple[Any, str | None]:

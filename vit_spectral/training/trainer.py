@@ -18,6 +18,7 @@ epoch-valued cadences (`durations`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
@@ -245,12 +246,16 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
   """
   workdir_lock.check_not_held(workdir)  # a second run stops here, in seconds
   setup = set_up(config)
-  with workdir_lock.hold(workdir), run_log.to_file(workdir):
-    return _train(config, setup, workdir)
+  # Leaving, in this order: a checkpoint save still in flight completes, the
+  # log file gets any traceback, the lock is released.
+  with workdir_lock.hold(workdir), run_log.to_file(workdir), contextlib.ExitStack() as leaving:
+    return _train(config, setup, workdir, leaving)
 
 
-def _train(config, setup: RunSetup, workdir: str) -> dict[str, float]:
-  """The loop of `train_and_evaluate`, run while holding the workdir."""
+def _train(config, setup: RunSetup, workdir: str,
+           leaving: contextlib.ExitStack) -> dict[str, float]:
+  """The loop of `train_and_evaluate`, run while holding the workdir;
+  `leaving` closes the checkpointer however the loop ends."""
   sections, mesh, meta, run = setup.sections, setup.mesh, setup.meta, setup.run
   input_config = sections.input
   total_steps = run.total_steps
@@ -265,9 +270,9 @@ def _train(config, setup: RunSetup, workdir: str) -> dict[str, float]:
   # Restore the newest readable checkpoint (one whose structure fits this
   # config), or initialise.
   previous_config = resume.previous_config(workdir)
-  ckpt = checkpointing.Checkpointer(
+  ckpt = leaving.enter_context(checkpointing.Checkpointer(
       os.path.join(workdir, "checkpoints"), save_every=run.checkpoint_every,
-      keep=run.keep_checkpoints, async_save=run.async_checkpointing)
+      keep=run.keep_checkpoints, async_save=run.async_checkpointing))
   state, latest = ckpt.restore_latest(
       abstract_state, state_sharding,
       check=functools.partial(resume.check_structure, abstract_state=abstract_state,
