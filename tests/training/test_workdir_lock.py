@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import jax
 import numpy as np
 import pytest
 
@@ -65,6 +66,30 @@ def test_a_dead_holder_is_taken_over_with_a_warning(tmp_path, caplog):
   assert os.path.exists(os.path.join(workdir, f"run.lock.stale-{dead}"))
 
 
+@pytest.mark.parametrize("text", ["", '{"host": '])
+def test_an_empty_or_half_written_lock_is_taken_over(tmp_path, text):
+  # What a run killed (or out of disk) while writing its lock leaves behind.
+  (tmp_path / workdir_lock.LOCK_NAME).write_text(text)
+  assert workdir_lock.is_running(workdir_lock.read_holder(str(tmp_path))) is False
+  workdir_lock.check_not_held(str(tmp_path))
+  with workdir_lock.hold(str(tmp_path)):
+    assert workdir_lock.read_holder(str(tmp_path)).pid == os.getpid()
+
+
+def test_a_takeover_never_moves_a_fresh_lock(tmp_path, monkeypatch):
+  """Two runs judged the same dead holder gone; the first has taken over.
+  The second's takeover must see that and stop, not move the new lock."""
+  workdir = str(tmp_path)
+  dead = _dead_pid()
+  _write_lock(workdir, pid=dead)
+  dead_holder = workdir_lock.read_holder(workdir)
+  with workdir_lock.hold(workdir):  # the first taker
+    me = workdir_lock.this_process()
+    assert not workdir_lock._move_dead_lock_aside(workdir, dead_holder, me)  # the second
+    assert workdir_lock.read_holder(workdir).pid == os.getpid()
+    assert not os.path.exists(os.path.join(workdir, "run.lock.takeover"))
+
+
 def test_a_reused_pid_is_not_the_holder(tmp_path):
   # Our own PID, but recorded with another process start time: the holder is gone.
   me = workdir_lock.this_process()
@@ -83,29 +108,39 @@ def test_another_hosts_lock_is_never_taken_over(tmp_path):
 
 def test_two_runs_started_together_end_as_one_run(tmp_path):
   """Two `train.py` processes on one workdir: one trains to the end, the other
-  exits non-zero within seconds of reaching the lock, naming the holder; the
-  workdir holds one run's checkpoints and history."""
+  exits non-zero as soon as it finds the lock, naming the holder, and long
+  before the winner ends; the workdir holds one run's checkpoints and history."""
   workdir = str(tmp_path / "w")
-  command = [sys.executable, "train.py", "--config=digits_vit:depth=1,width=16,heads=2,steps=40",
-             "--config.optim.warmup_steps=1", "--config.checkpoint_every=10",
-             "--config.eval_every=40", "--config.log_every=10", f"--workdir={workdir}"]
+  command = [sys.executable, "train.py", "--config=digits_vit:depth=1,width=16,heads=2,steps=120",
+             "--config.optim.warmup_steps=1", "--config.checkpoint_every=40",
+             "--config.eval_every=120", "--config.log_every=40", f"--workdir={workdir}"]
   env = dict(os.environ, XLA_FLAGS=xla_flags(1), JAX_PLATFORMS="cpu")
-  runs = [subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, text=True) for _ in range(2)]
-  outputs, ended = [], []
-  for run in runs:
-    outputs.append(run.communicate(timeout=400)[0])
-    ended.append(time.time())
+  started = time.time()
+  logs = [open(tmp_path / f"run{i}.txt", "w+") for i in range(2)]
+  runs = [subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+          for log in logs]
+  seconds = [None, None]
+  while None in seconds:  # note when each one ends
+    for i, run in enumerate(runs):
+      if seconds[i] is None and run.poll() is not None:
+        seconds[i] = time.time() - started
+    assert time.time() - started < 400, "the runs did not end"
+    time.sleep(0.2)
+  outputs = []
+  for log in logs:
+    log.seek(0)
+    outputs.append(log.read())
+    log.close()
   codes = [run.returncode for run in runs]
   assert sorted(codes)[0] == 0 and sorted(codes)[1] != 0, (codes, outputs)
   winner, loser = (0, 1) if codes[0] == 0 else (1, 0)
   assert f"in use by PID {runs[winner].pid}" in outputs[loser], outputs[loser][-2000:]
   assert "Traceback" not in outputs[loser], outputs[loser][-3000:]
-  # The loser stopped at the lock: long before the winner's 40 steps ended.
-  assert "train_loss" not in outputs[loser]
+  assert "train_loss" not in outputs[loser]  # it stopped at the lock
+  assert seconds[loser] < seconds[winner], seconds
   directory = os.path.join(workdir, "checkpoints")
-  assert sorted(int(d) for d in os.listdir(directory)) == [20, 30, 40]  # keep=3
+  assert sorted(int(d) for d in os.listdir(directory) if d.isdigit()) == [40, 80, 120]
   assert sorted(os.listdir(os.path.join(workdir, "config_history"))) == ["run-000.json"]
   assert not os.path.exists(os.path.join(workdir, workdir_lock.LOCK_NAME))
   params, step = checkpointing.latest_params(workdir)
-  assert step == 40 and all(np.isfinite(x).all() for x in __import__("jax").tree_util.tree_leaves(params))
+  assert step == 120 and all(np.isfinite(x).all() for x in jax.tree_util.tree_leaves(params))

@@ -35,6 +35,7 @@ import json
 import os
 import socket
 import sys
+import time
 from typing import Iterator
 
 import jax
@@ -108,6 +109,8 @@ def is_running(holder: Holder) -> bool | None:
   from here (another host)."""
   if holder.host != socket.gethostname():
     return None
+  if holder.pid <= 0:
+    return False  # an unreadable lock file (os.kill(-1, 0) would signal everyone)
   if holder.boot_id and _boot_id() and holder.boot_id != _boot_id():
     return False  # the host rebooted since
   try:
@@ -123,23 +126,25 @@ def is_running(holder: Holder) -> bool | None:
   return True
 
 
-def read_holder(workdir: str) -> Holder | None:
-  """The holder recorded in `workdir`'s lock; None without a lock.
-
-  A lock file that cannot be parsed (a run killed while writing it) reads as
-  a holder with pid -1 on this host: gone, so it is taken over.
-  """
-  path = epath.Path(workdir) / LOCK_NAME
-  try:
-    text = path.read_text()
-  except FileNotFoundError:
-    return None
+def _parse_holder(text: str) -> Holder:
+  """A lock file's text -> its Holder. Text that cannot be parsed (a run
+  killed while writing it, a full disk) reads as a holder with pid -1 on this
+  host: not running, so it is taken over."""
   try:
     fields = json.loads(text)
     return Holder(**{f.name: fields[f.name] for f in dataclasses.fields(Holder)
                      if f.name in fields})
   except (ValueError, TypeError, KeyError):
     return Holder(host=socket.gethostname(), pid=-1, since="(unreadable lock file)")
+
+
+def read_holder(workdir: str, name: str = LOCK_NAME) -> Holder | None:
+  """The holder recorded in `workdir`'s lock (or in its file `name`); None
+  without one."""
+  try:
+    return _parse_holder((epath.Path(workdir) / name).read_text())
+  except FileNotFoundError:
+    return None
 
 
 def _is_local(workdir: str) -> bool:
@@ -154,8 +159,12 @@ def _create(path: epath.Path, holder: Holder) -> bool:
       fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except FileExistsError:
       return False
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-      f.write(text)
+    try:
+      with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    except BaseException:
+      path.unlink()  # never leave an empty lock (e.g. on a full disk)
+      raise
     return True
   if path.exists():
     return False
@@ -183,7 +192,7 @@ def acquire(workdir: str) -> Holder:
   epath.Path(workdir).mkdir(parents=True, exist_ok=True)
   path = epath.Path(workdir) / LOCK_NAME
   me = this_process()
-  for _ in range(3):  # a lost race with another taker retries
+  for _ in range(50):  # a lost race with another taker retries
     if _create(path, me):
       return me
     holder = read_holder(workdir)
@@ -192,22 +201,45 @@ def acquire(workdir: str) -> Holder:
     running = is_running(holder)
     if running is not False:
       raise errors.WorkdirLockedError(_locked_message(workdir, holder, running))
-    # The holder is gone: move its lock aside (one taker wins the rename).
-    stale = path.parent / f"{LOCK_NAME}.stale-{holder.pid}"
-    try:
-      path.rename(stale)
-    except FileNotFoundError:
-      continue
-    logging.warning("taking over the lock of %s in %s: that process is no longer "
-                    "running (its lock is kept as %s)", holder.describe(), workdir, stale.name)
+    if not _move_dead_lock_aside(workdir, holder, me):
+      time.sleep(0.1)
   raise errors.WorkdirLockedError(
       f"workdir {workdir}: could not take {LOCK_NAME}; other runs keep taking it")
+
+
+def _move_dead_lock_aside(workdir: str, dead: Holder, me: Holder) -> bool:
+  """Renames the lock of `dead` (a holder no longer running) to
+  `run.lock.stale-<pid>`, under the `run.lock.takeover` mutex: without it, a
+  second taker that also judged `dead` gone could move aside the lock the
+  first taker has just written. False if another taker is at it, or the lock
+  is no longer `dead`'s."""
+  mutex = epath.Path(workdir) / f"{LOCK_NAME}.takeover"
+  if not _create(mutex, me):
+    other = read_holder(workdir, mutex.name)
+    if other is not None and is_running(other) is False:
+      with contextlib.suppress(FileNotFoundError):
+        mutex.unlink()  # a taker that died while taking over
+    return False
+  try:
+    if read_holder(workdir) != dead:
+      return False  # someone took over meanwhile: the caller looks again
+    stale = epath.Path(workdir) / f"{LOCK_NAME}.stale-{dead.pid}"
+    (epath.Path(workdir) / LOCK_NAME).rename(stale)
+  finally:
+    mutex.unlink()
+  logging.warning("taking over the lock of %s in %s: that process is no longer "
+                  "running (its lock is kept as %s)", dead.describe(), workdir, stale.name)
+  return True
 
 
 def check_not_held(workdir: str) -> None:
   """Raises WorkdirLockedError at once if a running process (or another host)
   holds `workdir`: lets a second run stop before its setup, not after. Takes
-  nothing; `hold` still decides."""
+  nothing; `hold` still decides. With several processes it does nothing
+  (processes on other hosts cannot check this host's PIDs; `hold` has
+  process 0 decide for all)."""
+  if jax.process_count() > 1:
+    return  # only process 0 may look: `hold` tells the others what it found
   holder = read_holder(workdir)
   if holder is not None:
     running = is_running(holder)
