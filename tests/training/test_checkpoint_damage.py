@@ -20,6 +20,7 @@ the second checkpoint on, as on a full disk.
 """
 
 import errno
+import json
 import glob
 import logging
 import os
@@ -158,7 +159,7 @@ def _disk_full_after_first_checkpoint(monkeypatch):
   async def write_text_or_fail(path, text):
     match = re.search(r"checkpoints/(\d+)", str(path))
     if match and int(match.group(1)) > EVERY:
-      faults.append(time.monotonic())
+      faults.append((time.monotonic(), int(match.group(1))))
       raise OSError(errno.ENOSPC, "No space left on device", str(path))
     return await write_text(path, text)
 
@@ -178,6 +179,8 @@ def test_a_full_disk_stops_the_run_with_one_message(tmp_path, monkeypatch):
   assert "\n" not in message
   cause = info.value.__cause__
   assert cause is not None and faults
+  # Surfaced before the next save: no write of step 30 was ever attempted.
+  assert {step for _, step in faults} == {2 * EVERY}, faults
   assert not os.path.exists(tmp_path / "checkpoints" / str(2 * EVERY))
 
 
@@ -189,7 +192,7 @@ def test_a_failed_background_save_surfaces_before_the_next_save(tmp_path, monkey
   ckpt.wait_until_finished()
   assert ckpt.save(2 * EVERY, state)
   deadline = time.monotonic() + 10
-  with pytest.raises(errors.CheckpointSaveError, match="no checkpoint has been|resumes from step 10"):
+  with pytest.raises(errors.CheckpointSaveError, match=rf"resumes from step {EVERY}\b"):
     while time.monotonic() < deadline:  # what the train loop does after each step
       ckpt.check_for_errors()
       time.sleep(0.01)
@@ -210,3 +213,30 @@ def test_a_step_without_its_item_directory_is_moved_aside(reference, tmp_path):
   ckpt.close()
   assert step == 2 * EVERY and int(state.step) == 2 * EVERY
   assert sorted(os.listdir(checkpoints)) == ["20", "30.unreadable", "fingerprints"]
+
+
+def test_a_failure_that_is_not_damage_moves_nothing(reference, tmp_path):
+  """Out of memory while restoring (or permissions, an unreachable store) is
+  raised as it is: the checkpoints stay where they are."""
+  workdir = _stopped_after_step_30(reference, tmp_path)
+  checkpoints = workdir / "checkpoints"
+  setup = trainer.set_up(_config())
+  ckpt = checkpointing.Checkpointer(str(checkpoints), save_every=EVERY)
+
+  def out_of_memory(*args, **kwargs):
+    raise ValueError("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 4.0GiB")
+
+  ckpt.manager.restore = out_of_memory  # orbax's read, as a device would fail it
+  with pytest.raises(ValueError, match="RESOURCE_EXHAUSTED"):
+    ckpt.restore_latest(setup.steps.abstract_state, setup.steps.state_sharding)
+  ckpt.close()
+  assert sorted(os.listdir(checkpoints)) == ["20", "30", "fingerprints"]
+
+
+def test_what_counts_as_damage():
+  assert checkpointing.is_damage(ValueError("DATA_LOSS: Error reading byte range"))
+  assert checkpointing.is_damage(json.JSONDecodeError("Expecting value", "", 0))
+  assert checkpointing.is_damage(FileNotFoundError("_METADATA"))
+  assert not checkpointing.is_damage(ValueError("UNAVAILABLE: connection reset"))
+  assert not checkpointing.is_damage(PermissionError(13, "Permission denied"))
+  assert not checkpointing.is_damage(RuntimeError("something else"))

@@ -109,7 +109,13 @@ class Checkpointer:
       logging.info("checkpoint at step %d has no fingerprint (saved before they were "
                    "written): restored unverified", step)
       return state
-    differ = state_fingerprint.mismatches(json.loads(path.read_text()), state)
+    try:
+      expected = json.loads(path.read_text())
+    except ValueError as e:  # the fingerprint file itself is damaged
+      logging.warning("the fingerprint of step %d is unreadable (%s): restored unverified",
+                      step, describe_failure(e))
+      return state
+    differ = state_fingerprint.mismatches(expected, state)
     if differ:
       shown = ", ".join(differ[:3]) + (f" and {len(differ) - 3} more" if len(differ) > 3 else "")
       raise ValueError(f"arrays differ from the fingerprint saved with them: {shown}")
@@ -286,11 +292,35 @@ class Checkpointer:
     return False
 
 
+# Failures of a read that say nothing about the checkpoint's bytes: raised as
+# they are, never a reason to move a checkpoint aside.
+_NOT_DAMAGE = ("RESOURCE_EXHAUSTED", "UNAVAILABLE", "DEADLINE_EXCEEDED", "PERMISSION_DENIED",
+               "UNAUTHENTICATED", "Permission denied", "out of memory", "Out of memory")
+
+
+def is_damage(error: BaseException) -> bool:
+  """Whether a failed read of a checkpoint means the checkpoint is damaged:
+  what orbax, tensorstore and json raise for bad or missing bytes (ValueError,
+  incl. JSONDecodeError and tensorstore's DATA_LOSS / NOT_FOUND; KeyError,
+  FileNotFoundError), and not out of memory, permissions or an unreachable
+  store."""
+  if isinstance(error, PermissionError) or any(m in str(error) for m in _NOT_DAMAGE):
+    return False
+  return isinstance(error, (ValueError, KeyError, FileNotFoundError, EOFError))
+
+
 def _attempt(read: Callable[[], Any]) -> tuple[Any, str | None]:
-  """(read(), None), or (None, the failure in one line)."""
+  """(read(), None), or (None, the damage in one line).
+
+  Raises:
+    What `read` raised when it is not damage (`is_damage`): e.g. device out
+    of memory while restoring, which must not move good checkpoints aside.
+  """
   try:
     return read(), None
-  except Exception as e:  # orbax/tensorstore/json: any sign of damage
+  except Exception as e:  # pylint: disable=broad-except
+    if not is_damage(e):
+      raise
     return None, describe_failure(e)
 
 
