@@ -134,6 +134,15 @@ def test_a_damaged_newest_checkpoint_is_moved_aside_and_the_run_resumes(
   _params_equal(got, want)
 
 
+def test_latest_params_refuses_damaged_arrays(reference, tmp_path):
+  workdir = _stopped_after_step_30(reference, tmp_path)
+  _random_bytes_in_the_largest_array_chunk(workdir / "checkpoints" / "30")
+  with pytest.raises(errors.CheckpointReadError, match="step 30 .* is damaged"):
+    checkpointing.latest_params(str(workdir))
+  params, step = checkpointing.latest_params(str(workdir), step=20)
+  assert step == 20 and params
+
+
 def test_no_readable_checkpoint_stops_with_one_message(reference, tmp_path):
   workdir = _stopped_after_step_30(reference, tmp_path)
   checkpoints = workdir / "checkpoints"

@@ -4,6 +4,7 @@ that fails its checks leaves no workdir behind."""
 
 import json
 import os
+import shutil
 
 import jax
 import pytest
@@ -57,6 +58,7 @@ def test_a_config_that_changes_shapes_stops_and_writes_nothing(trained):
 
 
 def test_a_config_that_fits_resumes_and_is_recorded(trained, tmp_path):
+  trained = str(shutil.copytree(trained, tmp_path / "w"))  # the fixture stays as trained
   config = tiny_config("depth=1,width=16,heads=2,steps=9")
   config.optim.learning_rate = 1e-3
   trainer.train_and_evaluate(config, trained)
@@ -96,10 +98,14 @@ def test_changed_fields_lists_each_leaf():
                                                 "optim.lr": (1, 2)}
 
 
-def test_an_unreadable_config_json_is_moved_aside(tmp_path):
+def test_an_unreadable_config_json_is_kept_aside_when_the_run_starts(tmp_path):
   (tmp_path / "config.json").write_text('{"seed": ')
   assert resume.previous_config(str(tmp_path)) is None
+  assert (tmp_path / "config.json").read_text() == '{"seed": '  # untouched while checking
+  resume.record_config(tiny_config(), str(tmp_path), None, start_step=0)
   assert (tmp_path / "config.json.unreadable").read_text() == '{"seed": '
+  with open(tmp_path / "config.json") as f:
+    assert json.load(f)["total_steps"] == 6
 
 
 def test_invalid_configs_leave_no_workdir(tmp_path):

@@ -405,6 +405,8 @@ def latest_params(workdir: str, step: int | None = None,
 
   Raises:
     FileNotFoundError: `workdir` holds no finished checkpoint (or not `step`).
+    errors.CheckpointReadError: its arrays differ from the fingerprint saved
+      with them (damaged bytes).
   """
   directory = os.path.join(workdir, "checkpoints")
   directory = directory if "://" in directory else os.path.abspath(directory)
@@ -421,6 +423,14 @@ def latest_params(workdir: str, step: int | None = None,
   target = jax.tree_util.tree_map(lambda leaf: np.empty(leaf.shape, leaf.dtype),
                                   stored_structure(path))
   state = ocp.StandardCheckpointer().restore(path, target)
+  fingerprint_path = epath.Path(directory) / FINGERPRINT_DIR / f"{step}.json"
+  if fingerprint_path.exists():
+    differ = state_fingerprint.mismatches(json.loads(fingerprint_path.read_text()), state)
+    if differ:
+      raise errors.CheckpointReadError(
+          f"the checkpoint at step {step} in {directory} is damaged: {len(differ)} arrays "
+          f"differ from the fingerprint saved with them ({', '.join(differ[:3])}); "
+          f"read an earlier step (steps there: {sorted(steps)})")
   if state.get(key) is None:
     raise KeyError(f"the checkpoint at step {step} has no {key!r} (keys: {sorted(state)})")
   return state[key], step

@@ -3,8 +3,8 @@
 The workdir's `config.json` is the config of its latest run, and
 `config_history/run-NNN.json` keeps every run's (its start step, time, host,
 the fields it changed and the whole config). Both are written only after the
-run's checks have passed (`record_config`), so a config that fails never
-replaces them.
+run's checks have passed and its first step has run (`record_config`), so a
+config that fails never replaces them.
 
 A change is allowed when the checkpoint still fits it: the same tree of
 parameters and optimizer state, with the same shapes and dtypes
@@ -68,8 +68,8 @@ def describe_changes(changes: dict[str, tuple[Any, Any]]) -> str:
 def previous_config(workdir: str) -> dict | None:
   """The workdir's `config.json` as a dict; None if it has none.
 
-  An unreadable one (a run killed while writing it) is moved aside to
-  `config.json.unreadable`, with a warning, and reads as None.
+  An unreadable one (damaged) reads as None, with a warning; `record_config`
+  moves it aside before writing the new one.
   """
   path = epath.Path(workdir) / CONFIG_NAME
   if not path.exists():
@@ -77,9 +77,8 @@ def previous_config(workdir: str) -> dict | None:
   try:
     return json.loads(path.read_text())
   except ValueError as e:
-    if jax.process_index() == 0:
-      path.rename(path.parent / f"{CONFIG_NAME}.unreadable")
-    logging.warning("%s is unreadable (%s); moved to %s.unreadable", path, e, CONFIG_NAME)
+    logging.warning("%s is unreadable (%s); it is kept as %s.unreadable once this run "
+                    "has started", path, e, CONFIG_NAME)
     return None
 
 
@@ -134,7 +133,7 @@ def check_structure(step: int, stored: Any, *, abstract_state: Any, config: Any,
   raise errors.ConfigMismatchError(
       f"this config does not fit the checkpoint at step {step}, so it cannot resume there: "
       f"{fields}. Tensors: {tensors}. Rerun with the workdir's config (drop those "
-      "overrides) or pass a new --workdir; its checkpoints and config.json are untouched.")
+      "overrides) or pass a new --workdir; step {step} and config.json are untouched.")
 
 
 def _history_files(workdir: str) -> list[epath.Path]:
@@ -160,12 +159,21 @@ def record_config(config: Any, workdir: str, previous: dict | None, *,
   """Writes `config` as the workdir's `config.json` and adds it to
   `config_history/` (process 0), logging what changed on a resume.
 
-  Call it once the run's checks have passed: restored or initialised.
+  Call it once the run's checks have passed and it has run a step. A
+  `config.json` that could not be read (`previous` None) is first moved aside
+  to `config.json.unreadable` (`.1`, ... where taken).
   """
   current = config_dict(config)
   changes = changed_fields(previous, current) if previous is not None else {}
   if jax.process_index() != 0:
     return
+  config_path = epath.Path(workdir) / CONFIG_NAME
+  if previous is None and config_path.exists():  # unreadable: kept, never overwritten
+    aside, n = config_path.parent / f"{CONFIG_NAME}.unreadable", 0
+    while aside.exists():
+      n += 1
+      aside = config_path.parent / f"{CONFIG_NAME}.unreadable.{n}"
+    config_path.rename(aside)
   history = _history_files(workdir)
   folder = epath.Path(workdir) / HISTORY_DIR
   folder.mkdir(parents=True, exist_ok=True)
@@ -184,8 +192,7 @@ def record_config(config: Any, workdir: str, previous: dict | None, *,
   }
   entry_path = folder / f"run-{number:03d}.json"
   _write_atomically(entry_path, json.dumps(entry, indent=2, sort_keys=True))
-  _write_atomically(epath.Path(workdir) / CONFIG_NAME,
-                    config.to_json_best_effort(indent=2, sort_keys=True))
+  _write_atomically(config_path, config.to_json_best_effort(indent=2, sort_keys=True))
   if changes:
     logging.warning("resuming at step %d with a changed config: %s (recorded in %s)",
                     start_step, describe_changes(changes), os.path.join(HISTORY_DIR, entry_path.name))

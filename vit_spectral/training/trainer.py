@@ -217,13 +217,14 @@ def set_up(config, devices=None,
     run, optim_settings = durations.resolve(
         sections.run, sections.optim, batch_size=sections.input.batch_size,
         num_train_examples=meta.num_train_examples)
-    # The schedule's length check runs here, when the optimizer is built.
-    steps_on_mesh = sharded_steps(config.model, run, optim_settings, sections.mixup, mesh,
-                                  meta, batch_size=sections.input.batch_size)
+    optim.check_schedule_length(optim_settings, run.total_steps)  # now in steps
   except errors.RunError:
     raise
   except ValueError as e:  # the sections' checks: one line naming the field
     raise errors.ConfigError(str(e)) from e
+  # Outside the checks: an error here is the code's, and keeps its traceback.
+  steps_on_mesh = sharded_steps(config.model, run, optim_settings, sections.mixup, mesh,
+                                meta, batch_size=sections.input.batch_size)
   return RunSetup(sections, mesh, meta, run, steps_on_mesh)
 
 
@@ -282,8 +283,10 @@ def _train(config, setup: RunSetup, workdir: str,
   else:
     state = jax.jit(jitted.init, out_shardings=state_sharding)(jitted.init_rng)
   start_step = int(state.step)
-  # The config passed every check: only now does the workdir record it.
-  resume.record_config(config, workdir, previous_config, start_step=start_step)
+  # The workdir records the config once it has passed every check and run a
+  # step (an out-of-memory first step must not replace config.json).
+  record_config = functools.partial(resume.record_config, config, workdir, previous_config,
+                                    start_step=start_step)
   writer = metric_writers.create_default_writer(
       workdir, just_logging=jax.process_index() > 0)
 
@@ -300,6 +303,9 @@ def _train(config, setup: RunSetup, workdir: str,
   for step in range(start_step + 1, total_steps + 1):
     batch = sharding.global_batch(next(train_iter), mesh)
     state, step_metrics = train_step(state, batch)
+    if step == start_step + 1:
+      jax.block_until_ready(step_metrics)
+      record_config()
     # Checking the previous step's loss keeps the device one step ahead.
     if pending is not None:
       _check_finite(*pending, ckpt.latest_step())
@@ -331,6 +337,8 @@ def _train(config, setup: RunSetup, workdir: str,
       logging.warning("preemption signal at step %d: checkpoint saved, exiting", step)
       break
 
+  if start_step >= total_steps:  # resumed at the end: nothing to train
+    record_config()
   if not eval_metrics:  # resumed at the end: nothing trained, still report
     eval_metrics = evaluate_all(eval_step, state, input_config, mesh)
     if sections.robustness.enabled:
