@@ -8,7 +8,8 @@ patterns,
   f(x) = Σ_i bits(x_i) · w_i  mod 2³²,   w_i = (i · 2654435761 + 0x9E3779B9) | 1,
 
 with i the element's row-major index. Every weight is odd, so changing any
-single element's bits changes f; the sum is taken in modular integer
+single element's bits changes f (changes to several elements can cancel,
+with probability about 2⁻³²); the sum is taken in modular integer
 arithmetic, so it is the same whatever the sharding, device count or
 reduction order. Computed on the devices (one jitted reduction per array), it
 costs a read of the state per save and per restore.
