@@ -19,7 +19,8 @@ import logging as std_logging
 import os
 import sys
 import tempfile
-from typing import Iterator
+import traceback
+from typing import Any, Callable, Iterator
 
 import jax
 from absl import logging
@@ -37,17 +38,58 @@ def log_path(workdir: str) -> str:
   return os.path.join(folder, name)
 
 
+class _LogFileHandler(std_logging.FileHandler):
+  """A FileHandler that, when the file cannot be written (a full disk: the
+  very failure it should record), says so once on stderr and then stays
+  quiet, instead of logging's traceback per record."""
+
+  def handleError(self, record) -> None:  # noqa: N802 (logging's name)
+    if not getattr(self, "_failed", False):
+      self._failed = True
+      error = sys.exc_info()[1]
+      sys.stderr.write(f"warning: cannot write the run log {self.baseFilename}: {error}\n")
+
+
+def _is_teardown_noise(error: BaseException) -> bool:
+  """What tensorstore's pending writes raise into an event loop that orbax
+  has closed after a failed save (one per pending write)."""
+  return isinstance(error, RuntimeError) and str(error) == "Event loop is closed"
+
+
+def _unraisable_to_file(path: str, previous: Callable[[Any], None]) -> Callable[[Any], None]:
+  """A `sys.unraisablehook` that appends each exception to the log file at
+  `path` and passes it on to `previous` unless it is teardown noise."""
+
+  def hook(unraisable) -> None:
+    with contextlib.suppress(OSError):  # e.g. the full disk that failed the save
+      with open(path, "a", encoding="utf-8") as f:
+        f.write(f"unraisable exception in {unraisable.object!r}:\n")
+        f.write("".join(traceback.format_exception(
+            unraisable.exc_type, unraisable.exc_value, unraisable.exc_traceback)))
+    if not _is_teardown_noise(unraisable.exc_value):
+      previous(unraisable)
+
+  return hook
+
+
 @contextlib.contextmanager
 def to_file(workdir: str) -> Iterator[str]:
   """Copies all logging to this process's log file for the body, and writes
   the traceback of an exception leaving it there (setting the exception's
-  `log_path`). Yields the file's path."""
+  `log_path`). Yields the file's path.
+
+  Exceptions Python cannot raise (`sys.unraisablehook`) go to the file too;
+  the "Event loop is closed" ones that a failed checkpoint save leaves behind
+  (dozens, while the checkpointer is left) only there.
+  """
   path = log_path(workdir)
-  handler = std_logging.FileHandler(path, encoding="utf-8")
+  handler = _LogFileHandler(path, encoding="utf-8")
   handler.setFormatter(logging.PythonFormatter())
   handler.setLevel(std_logging.INFO)
   root = std_logging.getLogger()
   root.addHandler(handler)
+  previous_hook = sys.unraisablehook
+  sys.unraisablehook = _unraisable_to_file(path, previous_hook)
   logging.info("run log: %s; command: %s", path, " ".join(sys.argv))
   try:
     yield path
@@ -56,9 +98,11 @@ def to_file(workdir: str) -> Iterator[str]:
     handler.handle(root.makeRecord(
         "vit_spectral", std_logging.ERROR, __file__, 0, "the run stopped: %s: %s",
         (type(e).__name__, e), sys.exc_info()))
-    with contextlib.suppress(AttributeError):
-      e.log_path = path
+    if not getattr(handler, "_failed", False):  # the file has the traceback
+      with contextlib.suppress(AttributeError):
+        e.log_path = path
     raise
   finally:
+    sys.unraisablehook = previous_hook
     root.removeHandler(handler)
     handler.close()
