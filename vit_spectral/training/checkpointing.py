@@ -167,7 +167,7 @@ class Checkpointer:
     wait), makes orbax forget it and logs one line; returns 'step S -> path
     (reason)'."""
     source = epath.Path(self.directory) / str(step)
-    target = _free_name(source)
+    target = unreadable_name(source)
     several = jax.process_count() > 1
     if several:  # every process has named the target before it is taken
       multihost_utils.sync_global_devices(f"checkpoint {step} to be moved aside")
@@ -348,8 +348,9 @@ def _agreed_failure(failure: str | None) -> str | None:
   return failure
 
 
-def _free_name(source: epath.Path) -> epath.Path:
-  """`<source>.unreadable`, or `.unreadable.1`, `.2`, ... where taken."""
+def unreadable_name(source: epath.Path) -> epath.Path:
+  """`<source>.unreadable`, or `.unreadable.1`, `.2`, ... where taken: where a
+  damaged file or directory is moved aside (checkpoints, config.json)."""
   target = source.parent / (source.name + UNREADABLE_SUFFIX)
   n = 0
   while target.exists():

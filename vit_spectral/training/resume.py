@@ -27,6 +27,7 @@ from absl import logging
 from etils import epath
 
 from vit_spectral import errors
+from vit_spectral.training.checkpointing import unreadable_name
 from vit_spectral.training.state_fingerprint import leaf_name
 
 CONFIG_NAME = "config.json"
@@ -169,11 +170,7 @@ def record_config(config: Any, workdir: str, previous: dict | None, *,
     return
   config_path = epath.Path(workdir) / CONFIG_NAME
   if previous is None and config_path.exists():  # unreadable: kept, never overwritten
-    aside, n = config_path.parent / f"{CONFIG_NAME}.unreadable", 0
-    while aside.exists():
-      n += 1
-      aside = config_path.parent / f"{CONFIG_NAME}.unreadable.{n}"
-    config_path.rename(aside)
+    config_path.rename(unreadable_name(config_path))
   history = _history_files(workdir)
   folder = epath.Path(workdir) / HISTORY_DIR
   folder.mkdir(parents=True, exist_ok=True)
