@@ -124,33 +124,35 @@ _FLAGS = define_flags()
 
 # --- Before any flag is parsed: names, the default, `=None`, the file -------------
 
+def _config_arguments(argv: Sequence[str]) -> list[tuple[int, str, str]]:
+  """(index, prefix, value) of each --config in `argv`: `--config=X` or
+  `-config=X` (the index of that argument, prefix "--config=" or "-config="),
+  or `--config X` / `-config X` (the index of X, prefix "")."""
+  found = []
+  for i, arg in enumerate(argv):
+    for flag in ("--config", "-config"):
+      if arg.startswith(flag + "="):
+        found.append((i, flag + "=", arg[len(flag) + 1:]))
+      elif arg == flag and i + 1 < len(argv):
+        found.append((i + 1, "", argv[i + 1]))
+  return found
+
+
 def resolve_recipe_names(argv: list[str]) -> list[str]:
   """`--config=NAME[:arg]` (or `--config NAME[:arg]`) with NAME a shipped recipe
   -> its file path."""
-
-  def resolve(value: str) -> str:
+  resolved = list(argv)
+  for i, prefix, value in _config_arguments(argv):
     name, colon, rest = value.partition(":")
     if name in recipes.recipe_names() and not os.path.exists(name):
-      return f"{recipes.recipe_path(name)}{colon}{rest}"
-    return value
-
-  resolved = list(argv)
-  for i, arg in enumerate(argv):
-    if arg.startswith("--config="):
-      resolved[i] = "--config=" + resolve(arg[len("--config="):])
-    elif arg == "--config" and i + 1 < len(argv):
-      resolved[i + 1] = resolve(argv[i + 1])
+      resolved[i] = f"{prefix}{recipes.recipe_path(name)}{colon}{rest}"
   return resolved
 
 
 def config_value(argv: Sequence[str]) -> str | None:
   """The value of --config in `argv` (`--config=X` or `--config X`), or None."""
-  for i, arg in enumerate(argv):
-    if arg.startswith(("--config=", "-config=")):
-      return arg.split("=", 1)[1]
-    if arg in ("--config", "-config") and i + 1 < len(argv):
-      return argv[i + 1]
-  return None
+  found = _config_arguments(argv)
+  return found[0][2] if found else None
 
 
 def _overrides(argv: Sequence[str]) -> list[tuple[str, str | None]]:

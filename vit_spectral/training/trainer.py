@@ -345,8 +345,7 @@ def _train(config, setup: RunSetup, workdir: str,
       eval_metrics.update(evaluate_corruptions(eval_step, state, sections.robustness,
                                                input_config, mesh))
     writer.write_scalars(int(state.step), eval_metrics)
-  ckpt.wait_until_finished()
-  ckpt.close()
+  ckpt.close()  # waits for the last save: final_metrics.json follows a finished checkpoint
   writer.flush()
   if jax.process_index() == 0:
     (epath.Path(workdir) / "final_metrics.json").write_text(
