@@ -21,9 +21,9 @@ from vit_spectral.layers.drop_path import DropPath, linear_drop_path_rates
 from vit_spectral.layers.feat_scale import FeatScale
 from vit_spectral.layers.grid_conv import GridConv
 from vit_spectral.layers.initializers import get_initializer
-from vit_spectral.layers.mlp import MlpBlock
+from vit_spectral.layers.mlp import MlpBlock, check_activation
 from vit_spectral.layers.space_to_depth import space_to_depth
-from vit_spectral.layers.norms import get_norm
+from vit_spectral.layers.norms import LAYER_NORM_EPSILON, make_norm
 from vit_spectral.models.posemb import POSEMB_CHOICES, sincos_2d
 from vit_spectral.models.segments import BLOCK_NAME, scan_name, segments
 
@@ -188,6 +188,10 @@ class Block(nn.Module):
     conv_kernel_size: side of the depth-wise kernel (7 in the paper).
     drop_path_rescale: DropPath scales kept branches by 1/(1 − p) (True) or
       leaves them unscaled (False, LipsFormer App. J).
+    mlp_activation: the MLP's GELU, "gelu_tanh" (flax's and big_vision's
+      default) or "gelu_erf" (exact; timm's ViT/DeiT, see `models.pretrained`).
+    norm_epsilon: ε of the norms that have one (LayerNorm; 1e-6 as in
+      big_vision and timm's ViT/DeiT); the encoder's final norm takes it too.
   """
   num_heads: int
   mlp_dim: int
@@ -208,6 +212,8 @@ class Block(nn.Module):
   conv_block: bool = False
   conv_kernel_size: int = 7
   drop_path_rescale: bool = True
+  mlp_activation: str = "gelu_tanh"
+  norm_epsilon: float = LAYER_NORM_EPSILON
   dtype: Any = jnp.float32
   param_dtype: Any = jnp.float32
 
@@ -233,6 +239,7 @@ class Block(nn.Module):
     return cls.branches(fields)[-1].post_norm
 
   def check_options(self):
+    check_activation(self.mlp_activation)
     if self.block_order not in BLOCK_ORDERS:
       raise ValueError(f"model.block.block_order={self.block_order!r}; choose one "
                        f"of {list(BLOCK_ORDERS)}")
@@ -254,8 +261,8 @@ class Block(nn.Module):
     """One branch `spec` around `branch(y, skip)`: (B, T, D) -> (B, T, D)."""
     norm = None
     if spec.pre_norm or spec.post_norm:
-      norm = get_norm(self.norm)(dtype=self.dtype, param_dtype=self.param_dtype,
-                                 name=f"norm{spec.suffix}")
+      norm = make_norm(self.norm, self.norm_epsilon, dtype=self.dtype,
+                       param_dtype=self.param_dtype, name=f"norm{spec.suffix}")
     y = branch(norm(x) if spec.pre_norm else x, x)
     if not spec.residual:
       return y
@@ -312,7 +319,8 @@ class Block(nn.Module):
       del skip
       return MlpBlock(mlp_dim=self.mlp_dim, dropout_rate=self.dropout_rate,
                       deterministic=self.deterministic, kernel_init=self.kernel_init,
-                      dtype=self.dtype, param_dtype=self.param_dtype, name="mlp")(y)
+                      activation=self.mlp_activation, dtype=self.dtype,
+                      param_dtype=self.param_dtype, name="mlp")(y)
 
     functions = {"conv": convolve, "attention": attend, "mlp": feed_forward}
     for spec in _branch_specs(self.block_order, self.conv_block, self.use_mlp,
@@ -383,8 +391,8 @@ class Encoder(nn.Module):
     x, _ = carry
     if Block.ends_in_norm(segs[-1].block_kwargs):
       return x    # post-norm / LipsFormer order: the last block already ends in its norm
-    return get_norm(shared["norm"])(
-        dtype=self.dtype, param_dtype=self.param_dtype, name="encoder_norm")(x)
+    return make_norm(shared["norm"], shared["norm_epsilon"], dtype=self.dtype,
+                     param_dtype=self.param_dtype, name="encoder_norm")(x)
 
   @staticmethod
   def _initial_state(segs, batch: int, tokens: int):
