@@ -36,3 +36,9 @@ class CheckpointReadError(RunError):
 class CheckpointSaveError(RunError):
   """A checkpoint could not be written (e.g. the disk is full); the message
   names the directory, the step and the newest good checkpoint."""
+
+
+class WeightsMismatchError(RunError, ValueError):
+  """Pretrained weights do not fit the model (`models.pretrained`): the
+  message names the first tensor whose name or shape does not fit; nothing
+  was loaded."""
