@@ -1,0 +1,257 @@
+"""Pretrained weights in (`models.pretrained`): the converted models compute timm's
+own function, within 1e-4 relative in float32.
+
+The references are fixtures (tests/fixtures/pretrained/, written by
+scripts/make_pretrained_fixtures.py with torch and timm, which the suite never
+needs): timm's logits for random weights regenerated here from their seeds
+(`pretrained_fixtures.random_weights`)."""
+
+import logging
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from safetensors.numpy import save_file
+
+from tests.models import pretrained_fixtures as fx
+from vit_spectral import errors
+from vit_spectral.analysis import eigen
+from vit_spectral.analysis.probe import probe
+from vit_spectral.models import per_layer, posemb
+from vit_spectral.models.pretrained import load_big_vision, load_into, load_timm
+
+TOLERANCE = 1e-4
+SMALL = 64            # a cheap resolution: 4x4 patches + CLS
+
+
+def relative_error(ours, reference) -> float:
+  ours, reference = np.asarray(ours, np.float64), np.asarray(reference, np.float64)
+  return float(np.linalg.norm(ours - reference) / np.linalg.norm(reference))
+
+
+@pytest.fixture(scope="module")
+def images():
+  return jnp.asarray(fx.images(100).transpose(0, 2, 3, 1))       # NCHW -> NHWC
+
+
+@pytest.fixture(scope="module")
+def deit():
+  fixture = fx.read_fixture("deit_small_patch16_224")
+  return fixture, fx.fixture_weights(fixture)
+
+
+@pytest.fixture(scope="module")
+def scanned_ti():
+  fixture = fx.read_fixture("big_vision_scanned_ti16")
+  return fixture, fx.fixture_weights(fixture)
+
+
+@pytest.fixture(scope="module")
+def deit_small_res(deit):
+  """DeiT-S converted at 64² (the position embedding resampled), loop layout."""
+  return load_timm(deit[1], "deit_small_patch16_224", image_size=SMALL, encoder_mode="loop")
+
+
+def test_fixture_images_are_the_ones_timm_saw(deit):
+  assert deit[0]["image_seed"] == 100
+  assert np.isfinite(fx.images(100)).all() and fx.images(100).shape == fx.IMAGE_SHAPE
+
+
+# --- the anchors' functions ------------------------------------------------------------
+
+def test_deit_small_from_safetensors_scan_layout_equals_timm(deit, images, tmp_path):
+  fixture, weights = deit
+  path = tmp_path / "model.safetensors"
+  save_file(weights, str(path))
+  model, variables = load_timm(str(path), "deit_small_patch16_224")
+  assert model.encoder_mode == "scan"
+  assert variables["params"]["encoder"]["encoderblock"]["mlp"]["fc1"]["kernel"].shape == (
+      12, 384, 1536)
+  logits = model.apply(variables, images)
+  assert relative_error(logits, fixture["logits"]) <= TOLERANCE
+
+
+def test_vit_base_from_state_dict_loop_layout_equals_timm(images):
+  fixture = fx.read_fixture("vit_base_patch16_224")
+  model, variables = load_timm(fx.fixture_weights(fixture), "vit_base_patch16_224",
+                               encoder_mode="loop")
+  assert "encoderblock_11" in variables["params"]["encoder"]
+  logits = model.apply(variables, images)
+  assert relative_error(logits, fixture["logits"]) <= TOLERANCE
+
+
+def test_augreg_npz_with_erf_gelu_equals_timm_reading_it(images, tmp_path):
+  fixture = fx.read_fixture("big_vision_augreg_b16")
+  path = tmp_path / "ViT-B_16.npz"
+  np.savez(path, **fx.fixture_weights(fixture))
+  model, variables = load_big_vision(str(path), "B/16", block=dict(mlp_activation="gelu_erf"))
+  assert model.pooling == "cls"
+  assert relative_error(model.apply(variables, images), fixture["logits"]) <= TOLERANCE
+
+
+def test_scanned_big_vision_npz_equals_timm_and_differs_by_the_gelu_only(
+    scanned_ti, images, tmp_path):
+  fixture, weights = scanned_ti
+  path = tmp_path / "big_vision.npz"
+  np.savez(path, **weights)
+  erf_model, variables = load_big_vision(str(path), "Ti/16", depth=3,
+                                         block=dict(mlp_activation="gelu_erf"))
+  assert erf_model.pooling == "mean"
+  assert relative_error(erf_model.apply(variables, images), fixture["logits"]) <= TOLERANCE
+  # The default is flax's tanh GELU, the function big_vision trained: timm's exact
+  # erf differs from it by 2.3e-4 relative here (|Δ| <= 3e-4 per activation).
+  tanh_model, tanh_variables = load_big_vision(str(path), "Ti/16", depth=3)
+  gap = relative_error(tanh_model.apply(tanh_variables, images), fixture["logits"])
+  assert 1e-4 < gap < 1e-3, gap
+
+
+# --- our mechanisms on a converted model ---------------------------------------------
+
+def test_attn_scale_and_feat_scale_leave_the_logits_unchanged(deit, deit_small_res, images):
+  plain_model, plain = deit_small_res
+  model, variables = load_timm(deit[1], "deit_small_patch16_224", image_size=SMALL,
+                               encoder_mode="loop", attention=dict(name="attn_scale"),
+                               block=dict(feat_scale=True))
+  block = variables["params"]["encoder"]["encoderblock_0"]
+  assert set(block) - set(plain["params"]["encoder"]["encoderblock_0"])   # FeatScale's s, t
+  added = [np.asarray(v) for v in jax.tree_util.tree_leaves(block["attention"]["omega"])]
+  assert added and all(not a.any() for a in added)
+  x = jax.image.resize(images, (2, SMALL, SMALL, 3), "bicubic")
+  np.testing.assert_allclose(model.apply(variables, x), plain_model.apply(plain, x),
+                             rtol=1e-5, atol=1e-5)
+
+
+def test_another_resolution_resamples_the_position_embedding_as_timm(deit, deit_small_res):
+  model, variables = deit_small_res
+  source = deit[1]["pos_embed"]
+  got = np.asarray(variables["params"]["pos_embedding"])
+  assert got.shape == (1, 17, 384)
+  np.testing.assert_array_equal(got[:, :1], source[:, :1])                  # CLS row kept
+  np.testing.assert_allclose(got, posemb.resample(source, 1, (4, 4), method="bicubic"),
+                             atol=1e-6)
+  logits = model.apply(variables, jnp.ones((2, SMALL, SMALL, 3)))
+  assert logits.shape == (2, 1000) and np.isfinite(np.asarray(logits)).all()
+
+
+@pytest.mark.parametrize("case", [0, 1], ids=["7x7->12x12", "14x14->10x10"])
+def test_bicubic_resampling_equals_timm(case):
+  anchor = fx.read_fixture("posemb_resample")
+  spec = anchor["cases"][case]
+  rng = np.random.default_rng(anchor["seed"])
+  for earlier in anchor["cases"][:case]:     # the script drew the cases in order
+    rng.standard_normal((1, 1 + earlier["old"] ** 2, earlier["width"]), dtype=np.float32)
+  source = rng.standard_normal((1, 1 + spec["old"] ** 2, spec["width"]), dtype=np.float32)
+  got = posemb.resample(source, 1, (spec["new"], spec["new"]), method="bicubic")
+  assert relative_error(got, spec["output"]) <= 1e-5
+
+
+def test_linear_zoom_resampling_equals_an_independent_interpolation():
+  """big_vision's scipy.ndimage.zoom(order=1): output index i samples the input at
+  i·(n-1)/(m-1) (corners kept), linearly; computed here with np.interp per axis."""
+  rng = np.random.default_rng(0)
+  source = rng.standard_normal((1, 1 + 5 * 5, 3)).astype(np.float32)
+  got = posemb.resample(source, 1, (8, 8), method="scipy_linear")
+  grid = source[0, 1:].reshape(5, 5, 3)
+  at = np.linspace(0, 4, 8)
+  rows = np.stack([[np.interp(at, np.arange(5), grid[:, c, d]) for c in range(5)]
+                   for d in range(3)], axis=-1)                    # (5 cols, 8 rows, 3)
+  want = np.stack([[np.interp(at, np.arange(5), rows[:, r, d]) for r in range(8)]
+                   for d in range(3)], axis=-1)                    # (8 rows, 8 cols, 3)
+  np.testing.assert_allclose(got[0, 1:].reshape(8, 8, 3), want, atol=1e-5)
+  np.testing.assert_array_equal(got[:, :1], source[:, :1])
+
+
+# --- analysis of a converted model ---------------------------------------------------
+
+def test_probe_and_eigen_analysis_run_on_a_converted_model(deit_small_res, images):
+  model, variables = deit_small_res
+  x = jax.image.resize(images, (2, SMALL, SMALL, 3), "bicubic")
+  found = probe(model, variables, x)
+  for key in ("hc_dc_ratio", "hc_proportion", "token_cosine_similarity",
+              "attention_cosine_similarity"):
+    assert found[key].shape == (12, 2) and np.isfinite(np.asarray(found[key])).all(), key
+  kernels = eigen.layer_kernels(model, variables["params"])
+  assert len(kernels) == 12 and kernels[0][0].shape == (384, 6, 64)
+  spectra = [np.linalg.eigvals(eigen.h_matrix(*k)) for k in kernels]
+  assert all(np.isfinite(s).all() and s.shape == (384,) for s in spectra)
+  _, state = model.apply(variables, x, mutable=["intermediates"])
+  maps = [np.asarray(l["attention/attention_weights"]) for l in per_layer(state["intermediates"])]
+  counts = eigen.dominating_counts(spectra, maps)
+  assert counts.total == 12 * 2
+
+
+# --- files that do not fit ---------------------------------------------------------
+
+def test_a_missing_tensor_is_named(deit):
+  broken = {k: v for k, v in deit[1].items() if k != "blocks.3.attn.proj.weight"}
+  with pytest.raises(errors.WeightsMismatchError,
+                     match=r"no tensor for encoder/encoderblock_3/attention/out/kernel"):
+    load_timm(broken, "deit_small_patch16_224")
+
+
+def test_a_wrong_shape_is_named(deit):
+  broken = dict(deit[1])
+  broken["blocks.5.mlp.fc1.weight"] = np.zeros((1000, 384), np.float32)
+  with pytest.raises(errors.WeightsMismatchError,
+                     match=r"encoder/encoderblock_5/mlp/fc1/kernel "
+                           r"\(blocks\.5\.mlp\.fc1\.weight\) has shape \(384, 1000\)"):
+    load_timm(broken, "deit_small_patch16_224")
+
+
+def test_a_deeper_file_than_the_model_is_refused(deit, scanned_ti):
+  deeper = dict(deit[1], **{"blocks.12.norm1.weight": deit[1]["blocks.0.norm1.weight"]})
+  with pytest.raises(errors.WeightsMismatchError,
+                     match=r"blocks up to 12 \(13 or more layers\), the model has depth 12"):
+    load_timm(deeper, "deit_small_patch16_224")
+  with pytest.raises(errors.WeightsMismatchError,
+                     match=r"blocks up to 2 \(3 or more layers\), the model has depth 2"):
+    load_big_vision(scanned_ti[1], "Ti/16", depth=2)
+
+
+def test_vit_base_weights_under_a_deit_small_name_are_refused():
+  fixture = fx.read_fixture("vit_base_patch16_224")
+  shapes = dict((n, s) for n, s in fixture["tensors"])
+  weights = {n: np.zeros(s, np.float32) for n, s in shapes.items()}   # shapes matter only
+  with pytest.raises(errors.WeightsMismatchError,
+                     match=r"^pretrained weights do not fit: cls \(cls_token\) has shape "
+                           r"\(1, 1, 768\), the model's cls needs \(1, 1, 384\)$"):
+    load_timm(weights, "deit_small_patch16_224")
+
+
+def test_a_distillation_token_is_refused(deit):
+  weights = dict(deit[1], dist_token=np.zeros((1, 1, 384), np.float32))
+  with pytest.raises(errors.WeightsMismatchError, match=r"'dist_token'.*distillation"):
+    load_timm(weights, "deit_small_patch16_224")
+
+
+def test_unused_tensors_are_reported(scanned_ti, caplog):
+  weights = dict(scanned_ti[1], **{"extra/projection": np.ones(3, np.float32)})
+  model, _ = load_big_vision(weights, "Ti/16", depth=3)
+  init = model.init(jax.random.key(0), jnp.zeros((1, 224, 224, 3)))["params"]
+  params, report = load_into(weights, "big_vision", model, init, reinit_head=False)
+  assert report.unused == ("extra/projection",)
+  assert "encoder/encoderblock_2/mlp/fc2/kernel" in report.loaded
+  np.testing.assert_array_equal(params["head"]["kernel"], weights["head/kernel"])
+  with caplog.at_level(logging.WARNING):
+    load_big_vision(weights, "Ti/16", depth=3)
+  assert "extra/projection" in caplog.text
+
+
+def test_a_damaged_safetensors_file_is_named(scanned_ti, tmp_path):
+  path = tmp_path / "model.safetensors"
+  save_file({"head.weight": scanned_ti[1]["head/kernel"].T.copy()}, str(path))
+  data = path.read_bytes()
+  path.write_bytes(data[:-100])
+  with pytest.raises(ValueError, match=r"model\.safetensors: tensor 'head\.weight'.*truncated"):
+    load_timm(str(path), "deit_small_patch16_224")
+
+
+def test_a_pth_file_without_torch_says_install_or_convert(tmp_path, monkeypatch):
+  path = tmp_path / "deit.pth"
+  path.write_bytes(b"not read")
+  monkeypatch.setitem(sys.modules, "torch", None)      # `import torch` raises ImportError
+  with pytest.raises(ValueError, match=r"torch is not installed; install torch .*"
+                                       r"convert the file to \.safetensors"):
+    load_timm(str(path), "deit_small_patch16_224")
