@@ -52,10 +52,9 @@ from timm.models.vision_transformer import VisionTransformer, _load_weights
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from tests.models import pretrained_fixtures as fx  # noqa: E402  pylint: disable=wrong-import-position
+from tests.models import pretrained_fixtures as fx  # noqa: E402  pylint: disable=C0413
 
 TIMM_MODELS = {"deit_small_patch16_224": 1, "vit_base_patch16_224": 2}
-IMAGE_SEED = 100
 # name: (seed, big_vision_tensors arguments, timm VisionTransformer arguments, our variant)
 BIG_VISION = {
     "big_vision_augreg_b16": (
@@ -91,24 +90,20 @@ def write(name: str, content: dict) -> None:
   print(f"wrote {os.path.relpath(path, ROOT)} ({os.path.getsize(path)} bytes)")
 
 
-def relative_error(ours: np.ndarray, reference: np.ndarray) -> float:
-  return float(np.linalg.norm(ours - reference) / np.linalg.norm(reference))
-
-
 def make_timm(name: str, seed: int, images: np.ndarray, check: bool) -> None:
   model = timm.create_model(name, pretrained=False).float()
   tensors = [(k, list(v.shape)) for k, v in model.state_dict().items()]
   weights = fx.random_weights(tensors, seed)
   model.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()}, strict=True)
   logits = timm_logits(model, images)
-  write(name, {"kind": "timm", "model": name, "seed": seed, "image_seed": IMAGE_SEED,
+  write(name, {"kind": "timm", "model": name, "seed": seed, "image_seed": fx.IMAGE_SEED,
                "tensors": tensors, "logits": logits.tolist(), "versions": versions()})
   if check:
     import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
     from vit_spectral.models import pretrained  # pylint: disable=import-outside-toplevel
     ours_model, variables = pretrained.load_timm(weights, name)
     ours = np.asarray(ours_model.apply(variables, jnp.asarray(images.transpose(0, 2, 3, 1))))
-    print(f"  check {name}: relative error {relative_error(ours, logits):.2e}, "
+    print(f"  check {name}: relative error {fx.relative_error(ours, logits):.2e}, "
           f"max |logit| {np.abs(logits).max():.2f}")
 
 
@@ -123,7 +118,7 @@ def make_big_vision(name: str, seed: int, tensor_args: dict, timm_args: dict, va
     _load_weights(model, path)
     logits = timm_logits(model, images)
     write(name, {"kind": "big_vision", "variant": variant, "overrides": overrides,
-                 "seed": seed, "image_seed": IMAGE_SEED, "tensors": tensors,
+                 "seed": seed, "image_seed": fx.IMAGE_SEED, "tensors": tensors,
                  "timm_model": {"class": "VisionTransformer", **timm_args},
                  "logits": logits.tolist(), "versions": versions()})
     if check:
@@ -135,7 +130,7 @@ def make_big_vision(name: str, seed: int, tensor_args: dict, timm_args: dict, va
             path, variant, block=dict(mlp_activation=activation), **overrides)
         ours = np.asarray(ours_model.apply(variables, x))
         print(f"  check {name} ({activation}): relative error to timm "
-              f"{relative_error(ours, logits):.2e}, max |logit| {np.abs(logits).max():.2f}")
+              f"{fx.relative_error(ours, logits):.2e}, max |logit| {np.abs(logits).max():.2f}")
 
 
 def make_posemb() -> None:
@@ -158,7 +153,7 @@ def main() -> None:
   args = parser.parse_args()
   torch.set_num_threads(max(1, os.cpu_count() or 1))
   os.makedirs(fx.FIXTURE_DIR, exist_ok=True)
-  images = fx.images(IMAGE_SEED)
+  images = fx.images()
   for name, seed in TIMM_MODELS.items():
     make_timm(name, seed, images, args.check)
   for name, (seed, tensor_args, timm_args, variant, overrides) in BIG_VISION.items():

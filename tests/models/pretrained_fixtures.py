@@ -23,6 +23,7 @@ import numpy as np
 FIXTURE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                            "fixtures", "pretrained")
 IMAGE_SHAPE = (2, 3, 224, 224)        # NCHW, as timm takes them
+IMAGE_SEED = 100
 
 _NORM_SCALE = re.compile(r"(^|[./])(norm\d?|encoder_norm|LayerNorm_\d+)[./](weight|scale)$")
 _HEAD = re.compile(r"^head[./](weight|kernel)$")
@@ -56,9 +57,15 @@ def random_weights(tensors: Sequence[tuple[str, Sequence[int]]], seed: int
   return weights
 
 
-def images(seed: int) -> np.ndarray:
+def images(seed: int = IMAGE_SEED) -> np.ndarray:
   """IMAGE_SHAPE float32 N(0, 1) images (NCHW: transpose to NHWC for our models)."""
   return np.random.default_rng(seed).standard_normal(IMAGE_SHAPE, dtype=np.float32)
+
+
+def relative_error(ours, reference) -> float:
+  """‖ours - reference‖ / ‖reference‖ (Frobenius, in float64)."""
+  ours, reference = np.asarray(ours, np.float64), np.asarray(reference, np.float64)
+  return float(np.linalg.norm(ours - reference) / np.linalg.norm(reference))
 
 
 def big_vision_tensors(*, width: int, depth: int, heads: int, mlp_dim: int, patch: int,
