@@ -7,6 +7,7 @@ needs): timm's logits for random weights regenerated here from their seeds
 (`pretrained_fixtures.random_weights`)."""
 
 import logging
+import struct
 import sys
 
 import jax
@@ -238,6 +239,19 @@ def test_a_damaged_safetensors_file_is_named(scanned_ti, tmp_path):
   data = path.read_bytes()
   path.write_bytes(data[:-100])
   with pytest.raises(ValueError, match=r"model\.safetensors: tensor 'head\.weight'.*truncated"):
+    load_timm(str(path), "deit_small_patch16_224")
+
+
+@pytest.mark.parametrize("header, message", [
+    (b"[]", r"not a safetensors file: its header is a JSON list"),
+    (b'{"head.weight": {"dtype": "F32"}}', r"tensor 'head\.weight' has header entry .*not one "
+                                            r"with dtype, shape and data_offsets"),
+    (b'{"head.weight"', r"not a safetensors file: unreadable header"),
+], ids=["list", "entry", "json"])
+def test_a_damaged_safetensors_header_is_named(header, message, tmp_path):
+  path = tmp_path / "model.safetensors"
+  path.write_bytes(struct.pack("<Q", len(header)) + header)
+  with pytest.raises(ValueError, match=message):
     load_timm(str(path), "deit_small_patch16_224")
 
 

@@ -77,14 +77,20 @@ def read_safetensors(path: str) -> dict[str, np.ndarray]:
       header = json.loads(f.read(header_len))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
       raise ValueError(f"{path} is not a safetensors file: unreadable header ({e})") from None
+  if not isinstance(header, dict):
+    raise ValueError(f"{path} is not a safetensors file: its header is a JSON "
+                     f"{type(header).__name__}, not an object of tensors")
   data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + header_len)
   arrays = {}
   for name, entry in header.items():
     if name == "__metadata__":
       continue
-    dtype = _SAFETENSORS_DTYPES.get(entry.get("dtype"))
+    if not isinstance(entry, dict) or not {"dtype", "shape", "data_offsets"} <= set(entry):
+      raise ValueError(f"{path}: tensor {name!r} has header entry {entry!r}, not one with "
+                       "dtype, shape and data_offsets (a damaged safetensors file?)")
+    dtype = _SAFETENSORS_DTYPES.get(entry["dtype"])
     if dtype is None:
-      raise ValueError(f"{path}: tensor {name!r} has dtype {entry.get('dtype')!r}; this "
+      raise ValueError(f"{path}: tensor {name!r} has dtype {entry['dtype']!r}; this "
                        f"reader knows {sorted(_SAFETENSORS_DTYPES)}")
     start, stop = entry["data_offsets"]
     shape = tuple(entry["shape"])
