@@ -41,6 +41,12 @@ SHIPPED_SPLIT_SIZES = {
     "cifar10": {"train": 50_000, "test": 10_000},
     "cifar100": {"train": 50_000, "test": 10_000},
     "imagenet2012": {"train": 1_281_167, "validation": 50_000},
+    # Paper 004's transfer sets (Table 5; configs/transfer_linear_probe.py).
+    "oxford_flowers102": {"train": 1020, "validation": 1020, "train+validation": 2040,
+                          "test": 6149},
+    "food101": {"train": 75_750, "validation": 25_250},
+    "stanford_dogs": {"train": 12_000, "test": 8580},
+    "cars196": {"train": 8144, "test": 8041},
 }
 SHIPPED_DATASETS = tuple(SHIPPED_SPLIT_SIZES)
 
