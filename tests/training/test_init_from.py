@@ -14,7 +14,8 @@ import pytest
 from vit_spectral import errors
 from vit_spectral.configs import digits_vit
 from vit_spectral.models import posemb
-from vit_spectral.training import checkpointing, config_checks, init_from, trainer
+from vit_spectral.configs import deit_s_finetune_fourier, transfer_linear_probe
+from vit_spectral.training import checkpointing, config_checks, dry_run, init_from, trainer
 
 SOURCE_STEPS, FINETUNE_STEPS = 150, 40
 
@@ -134,7 +135,9 @@ def test_errors_name_the_field_and_nothing_is_trained(source, tmp_path):
   # Another class count with reinit_head=False: the head is named, nothing saved.
   config = finetune_config(source)
   config.init_from.reinit_head = False
-  with pytest.raises(errors.WeightsMismatchError, match=r"head/.*\(2,\)|head/.*2\)"):
+  with pytest.raises(errors.WeightsMismatchError,
+                     match=r"head/(bias|kernel) has shape .*10\).* needs .*2\); the class "
+                     r"count differs: re-initialise the head"):
     trainer.train_and_evaluate(config, str(workdir))
   assert not (workdir / "checkpoints").exists() or not [
       d for d in os.listdir(workdir / "checkpoints") if d.isdigit()]
@@ -146,3 +149,19 @@ def test_settings_defaults_are_off():
   assert not init_from.InitFromSettings(path="").enabled
   with pytest.raises(ValueError, match="init_from.step=0 must be in"):
     init_from.InitFromSettings(path="w", step=0)
+
+
+@pytest.mark.parametrize("recipe", [deit_s_finetune_fourier, transfer_linear_probe])
+def test_recipes_plan_without_the_weights_and_train_only_with_them(recipe, tmp_path):
+  """`--dry_run` plans the fine-tuning recipes without the pretrained weights;
+  training stops at once, naming init_from.path, before any data or workdir."""
+  config = recipe.get_config(f"path={tmp_path}/deit.safetensors" if recipe is
+                             deit_s_finetune_fourier else f"pretrained={tmp_path}/none")
+  config.input.batch_size = 8
+  config.model.update(hidden_size=32, num_heads=2, mlp_dim=64, depth=1)
+  plan = dry_run.plan(config)
+  assert plan.meta.num_classes == {deit_s_finetune_fourier: 1000,
+                                   transfer_linear_probe: 102}[recipe]
+  with pytest.raises(errors.ConfigError, match=r"init_from\.path="):
+    trainer.train_and_evaluate(config, str(tmp_path / "workdir"))
+  assert not (tmp_path / "workdir").exists()

@@ -167,8 +167,8 @@ def sharded_steps(model_config, run: RunSettings, optim_settings: optim.OptimSet
                       ema_params=params if run.uses_ema else None)
 
   def state_from_params(params):
-    # Copies: the state is donated to the train step, and an output that is
-    # an input unchanged may share its buffer.
+    # Copies: the state is donated to the train step, so it must never share
+    # a buffer with the caller's arrays or params with ema_params.
     copy = lambda tree: jax.tree_util.tree_map(jnp.copy, tree)  # noqa: E731
     return TrainState(step=jnp.zeros((), jnp.int32), params=copy(params),
                       opt_state=tx.init(params),
