@@ -136,7 +136,8 @@ def test_errors_name_the_field_and_nothing_is_trained(source, tmp_path):
   config = finetune_config(source)
   config.init_from.reinit_head = False
   with pytest.raises(errors.WeightsMismatchError,
-                     match=r"head/(bias|kernel) has shape .*10\).* needs .*2\); the class "
+                     match=r"head/(bias|kernel) has shape \(.*10,?\), the model's "
+                     r"head/\1 needs \(.*2,?\); the class "
                      r"count differs: re-initialise the head"):
     trainer.train_and_evaluate(config, str(workdir))
   assert not (workdir / "checkpoints").exists() or not [
