@@ -28,6 +28,7 @@ from typing import Any, Mapping
 import ml_collections
 from etils import epath
 
+from vit_spectral import errors
 from vit_spectral import settings as settings_lib
 from vit_spectral.models import pretrained
 from vit_spectral.training import checkpointing
@@ -113,8 +114,11 @@ def read_source(settings: InitFromSettings) -> Any:
   "vit_spectral" the workdir's parameters (host arrays) at `step`."""
   if settings.format != "vit_spectral":
     return settings.path
-  params, _ = checkpointing.latest_params(
-      settings.path, settings.step, key="ema_params" if settings.use_ema else "params")
+  try:
+    params, _ = checkpointing.latest_params(
+        settings.path, settings.step, key="ema_params" if settings.use_ema else "params")
+  except (FileNotFoundError, KeyError) as e:  # no such step; no EMA kept
+    raise errors.ConfigError(f"init_from.path={settings.path!r}: {e.args[0]}") from e
   return params
 
 
@@ -125,6 +129,8 @@ def load(settings: InitFromSettings, model: Any, init_params: Mapping[str, Any]
 
   Raises:
     errors.WeightsMismatchError: a tensor does not fit (named).
+    errors.ConfigError: the workdir has no checkpoint at `step`, or no EMA
+      parameters with `use_ema`.
   """
   return pretrained.load_into(read_source(settings), settings.format, model, init_params,
                               reinit_head=settings.reinit_head)
