@@ -130,9 +130,47 @@ def test_digits_pixel_values_spot_check(digits_dir, sklearn_digits):
   assert 255 in sk_images and 0 in sk_images
 
 
+def test_digits_parity_is_digits_mod_2(digits_dir):
+  """Same images, splits and keys as `digits`; label = digit % 2, 2 classes."""
+  parity = data.get_builder("digits_parity", data_dir=digits_dir)
+  digits = data.get_builder("digits", data_dir=digits_dir)
+  assert parity.info.features["label"].names == ["even", "odd"]
+  for split in ("train", "test"):
+    read = lambda b: {ex["tfds_id"]: ex for ex in tfds.as_numpy(b.as_dataset(  # noqa: E731
+        split=split, read_config=tfds.ReadConfig(add_tfds_id=True)))}
+    a, b = read(digits), read(parity)
+    assert len(a) == len(b) == {"train": NUM_TRAIN, "test": NUM_TEST}[split]
+    for key, ex in a.items():
+      other = b[key.replace(b"digits", b"digits_parity", 1)]
+      np.testing.assert_array_equal(other["image"], ex["image"])
+      assert other["label"] == ex["label"] % 2
+  meta = data.planned_meta(make_cfg(dataset="digits_parity", data_dir=str(digits_dir) + "x"))
+  assert (meta.num_classes, meta.num_train_examples) == (2, NUM_TRAIN)
+
+
 # ---------------------------------------------------------------------------
 # Preprocessing ops.
 # ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [5, 20])   # down (antialiased) and up
+def test_bicubic_eval_resize_matches_pil(size):
+  """input.eval_resize_method="bicubic" is PIL's bicubic (timm's eval resize),
+  clipped to [0, 1]; it differs from the bilinear default."""
+  from PIL import Image  # noqa: PLC0415
+  image = np.random.default_rng(0).random((12, 9, 3)).astype(np.float32)
+  bicubic = preprocessing.resize(tf.constant(image), size, "bicubic").numpy()
+  bilinear = preprocessing.resize(tf.constant(image), size).numpy()
+  pil = np.stack([np.asarray(Image.fromarray(image[..., c], mode="F").resize(
+      (size, size), Image.BICUBIC)) for c in range(3)], axis=-1)
+  assert pil.min() < 0 or pil.max() > 1 or size == 5   # upscaling overshoots
+  np.testing.assert_allclose(bicubic, np.clip(pil, 0, 1), atol=2e-6)
+  assert np.abs(bicubic - bilinear).max() > 0.05
+  cfg = make_cfg(eval_resize="resize", image_size=size, eval_resize_method="bicubic")
+  assert data.input_settings(cfg).eval_resize_method == "bicubic"
+  with pytest.raises(ValueError, match=r"input.eval_resize_method='nearest'; choose one of "
+                     r"\['bilinear', 'bicubic'\]"):
+    data.input_settings(make_cfg(eval_resize_method="nearest"))
 
 
 def test_preprocessing_ops():

@@ -1,5 +1,5 @@
 """The recipe side of the optimizer: schedule formula, batch scaling, decay masks
-by path, epoch-valued durations."""
+by path, frozen parameters, epoch-valued durations."""
 
 import dataclasses
 import math
@@ -15,7 +15,9 @@ from ml_collections import config_flags
 from vit_spectral.configs import common, lipsformer_digits
 from vit_spectral import settings
 from vit_spectral.models import ViT, build_model
-from vit_spectral.training import durations, mixing, optim, robustness, sharding
+from vit_spectral.training import durations, init_from, mixing, optim, robustness, sharding
+from vit_spectral.training import steps
+from vit_spectral.training.train_state import TrainState
 from vit_spectral.training.run_settings import RunSettings, run_settings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -99,6 +101,36 @@ def test_weight_decay_mask_by_path(encoder_mode):
   assert any("fc2" in p for p in custom_decayed)
 
 
+def test_frozen_parameters_do_not_change_in_a_train_step():
+  """Linear probing: with FREEZE_ALL_BUT_HEAD and weight decay on, a train
+  step moves the head and nothing else; frozen leaves hold no Adam moments."""
+  model = build_model(dict(hidden_size=16, depth=1, num_heads=2, mlp_dim=32, patch_size=2),
+                      num_classes=3)
+  images = jax.random.normal(jax.random.key(1), (8, 8, 8, 1))
+  params = model.init(jax.random.key(0), images[:1])["params"]
+  settings = optim.OptimSettings(learning_rate=0.1, weight_decay=0.5,
+                                 freeze_patterns=optim.FREEZE_ALL_BUT_HEAD,
+                                 grad_clip_norm=1.0)
+  tx, schedule = optim.make_optimizer(settings, total_steps=10)
+  state = TrainState(step=jnp.zeros((), jnp.int32), params=params,
+                     opt_state=tx.init(params), ema_params=None)
+  moments = sum(x.size for x in jax.tree_util.tree_leaves(state.opt_state))
+  head = sum(x.size for x in jax.tree_util.tree_leaves(params["head"]))
+  assert moments <= 2 * head + 2       # mu and nu of the head, counters
+  batch = {"image": images, "label": jnp.arange(8) % 3}
+  new, _ = jax.jit(lambda s, b: steps.train_step(s, b, model=model, tx=tx, schedule=schedule,
+                                                  base_rng=jax.random.key(2)))(state, batch)
+  for path, before in jax.tree_util.tree_flatten_with_path(params)[0]:
+    name = optim.param_path(path)
+    after = dict(jax.tree_util.tree_flatten_with_path(new.params)[0])[path]
+    if name.startswith("head/"):
+      assert not np.allclose(after, before), name
+    else:
+      np.testing.assert_array_equal(after, before, err_msg=name)
+  with pytest.raises(ValueError, match=r"optim.freeze_patterns: '\(' is not a regex"):
+    optim.OptimSettings(freeze_patterns=("(",))
+
+
 def test_durations_resolve_epochs():
   run = RunSettings(num_epochs=2.5, eval_every=None, eval_every_epochs=0.5,
                     checkpoint_every=None, checkpoint_every_epochs=1)
@@ -139,6 +171,7 @@ def test_config_sections_take_the_settings_defaults():
       (common.optim_config(), optim.OptimSettings()),
       (common.mixup_config(), mixing.MixSettings()),
       (common.base_config().robustness, robustness.RobustnessSettings()),
+      (common.base_config().init_from, init_from.InitFromSettings()),
       (common.base_config().mesh, sharding.MeshSettings()),
   ]
   for config, defaults in checks:
@@ -149,7 +182,7 @@ def test_config_sections_take_the_settings_defaults():
   for field in dataclasses.fields(RunSettings):
     value = base[field.name]
     assert (tuple(value) if isinstance(value, (list, tuple)) else value) == field.default, field.name
-  assert set(base.keys()) == set(run_fields) | {"mixup", "robustness", "mesh"}
+  assert set(base.keys()) == set(run_fields) | {"mixup", "robustness", "init_from", "mesh"}
   # The model section at its defaults builds the ViT at its defaults.
   shape = dict(hidden_size=16, depth=2, num_heads=2, mlp_dim=32, patch_size=2)
   built = build_model(common.model_config(**shape), num_classes=3)

@@ -16,6 +16,7 @@ from vit_spectral.data import randaugment as randaugment_lib
 from vit_spectral.data.statistics import dataset_statistics
 from vit_spectral.data.input_settings import InputSettings
 from vit_spectral.models import build
+from vit_spectral.training.init_from import init_from_config
 from vit_spectral.training.mixing import MixSettings
 from vit_spectral.training.optim import OptimSettings
 from vit_spectral.training.robustness import robustness_config
@@ -137,9 +138,10 @@ def deit_augmentation(config: ml_collections.ConfigDict, *,
 def base_config() -> ml_collections.ConfigDict:
   """Trainer fields shared by every recipe (`vit_spectral.training.run_settings.
   RunSettings`; durations in steps) and the training sections at their
-  defaults (Mixup/CutMix and corruption evaluation off)."""
+  defaults (Mixup/CutMix, corruption evaluation and init_from off)."""
   config = settings.defaults_config(RunSettings)  # the recipe sets its length
   config.mixup = mixup_config()
   config.robustness = robustness_config()
+  config.init_from = init_from_config()
   config.mesh = settings.to_config(MeshSettings)
   return config

@@ -1,9 +1,10 @@
 """Data sets and tf.data input pipelines for image classification.
 
-Importing this package registers the offline `digits` TFDS builder.
+Importing this package registers the offline `digits` and `digits_parity`
+TFDS builders.
 """
 
-from vit_spectral.data.digits import Digits
+from vit_spectral.data.digits import Digits, DigitsParity
 from vit_spectral.data.input_pipeline import (
     SHIPPED_DATASETS,
     DatasetMeta,
@@ -32,6 +33,7 @@ from vit_spectral.data.input_settings import (
 __all__ = [
     "DATASET_STATISTICS",
     "Digits",
+    "DigitsParity",
     "DatasetMeta",
     "DatasetNotPreparedError",
     "EVAL_RESIZES",

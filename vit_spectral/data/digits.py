@@ -4,7 +4,9 @@ The 1797 images ship inside scikit-learn, so this builder prepares itself
 without any network access. It exists so that the whole training stack can be
 exercised end to end on real images on a laptop or in CI.
 
-Importing this module registers the builder under the TFDS name ``digits``.
+Importing this module registers the builders under the TFDS names ``digits``
+and ``digits_parity`` (the same images and splits, labelled even / odd: a
+second task for fine-tuning tests).
 """
 
 from __future__ import annotations
@@ -88,15 +90,23 @@ class Digits(tfds.core.GeneratorBasedBuilder):
   VERSION = tfds.core.Version("1.0.0")
   RELEASE_NOTES = {"1.0.0": "Initial release."}
 
+  DESCRIPTION = ("The 1797 8x8 greyscale handwritten digits bundled with "
+                 "scikit-learn (sklearn.datasets.load_digits), rescaled to 0..255.")
+
+  def label(self, digit: int) -> int:
+    """The example's label for the digit `digit` (0..9)."""
+    return digit
+
+  def label_feature(self) -> tfds.features.ClassLabel:
+    """The `label` feature: the 10 digits."""
+    return tfds.features.ClassLabel(num_classes=10)
+
   def _info(self) -> tfds.core.DatasetInfo:
     return self.dataset_info_from_configs(
-        description=(
-            "The 1797 8x8 greyscale handwritten digits bundled with "
-            "scikit-learn (sklearn.datasets.load_digits), rescaled to 0..255."
-        ),
+        description=self.DESCRIPTION,
         features=tfds.features.FeaturesDict({
             "image": tfds.features.Image(shape=(8, 8, 1), dtype=np.uint8),
-            "label": tfds.features.ClassLabel(num_classes=10),
+            "label": self.label_feature(),
         }),
         supervised_keys=("image", "label"),
         homepage="https://archive.ics.uci.edu/dataset/80",
@@ -120,4 +130,24 @@ class Digits(tfds.core.GeneratorBasedBuilder):
     images = rescale_to_uint8(digits.images)[..., np.newaxis]  # (N, 8, 8, 1)
     for index in indices:
       index = int(index)
-      yield index, {"image": images[index], "label": int(digits.target[index])}
+      yield index, {"image": images[index],
+                    "label": self.label(int(digits.target[index]))}
+
+
+class DigitsParity(Digits):
+  """`Digits` labelled by parity: label = digit % 2 (0 "even", 1 "odd").
+
+  The same images, splits and example keys as `digits` (a model trained on
+  one can be fine-tuned on the other with a new 2-class head). Test split:
+  178 even, 182 odd.
+  """
+
+  VERSION = tfds.core.Version("1.0.0")
+  RELEASE_NOTES = {"1.0.0": "Initial release."}
+  DESCRIPTION = Digits.DESCRIPTION + " Labelled by parity: digit % 2."
+
+  def label(self, digit: int) -> int:
+    return digit % 2
+
+  def label_feature(self) -> tfds.features.ClassLabel:
+    return tfds.features.ClassLabel(names=["even", "odd"])

@@ -33,12 +33,20 @@ from vit_spectral.errors import RunError
 
 # The data sets we ship recipes for (any other prepared TFDS name works) and
 # their split sizes (the TFDS catalog's; digits.py's), for `planned_meta`.
+_DIGITS_SPLIT_SIZES = {"train": digits_lib.NUM_TRAIN_EXAMPLES,
+                       "test": digits_lib.NUM_TEST_EXAMPLES}
 SHIPPED_SPLIT_SIZES = {
-    "digits": {"train": digits_lib.NUM_TRAIN_EXAMPLES,
-               "test": digits_lib.NUM_TEST_EXAMPLES},
+    "digits": _DIGITS_SPLIT_SIZES,
+    "digits_parity": _DIGITS_SPLIT_SIZES,
     "cifar10": {"train": 50_000, "test": 10_000},
     "cifar100": {"train": 50_000, "test": 10_000},
     "imagenet2012": {"train": 1_281_167, "validation": 50_000},
+    # Paper 004's transfer sets (Table 5; configs/transfer_linear_probe.py).
+    "oxford_flowers102": {"train": 1020, "validation": 1020, "train+validation": 2040,
+                          "test": 6149},
+    "food101": {"train": 75_750, "validation": 25_250},
+    "stanford_dogs": {"train": 12_000, "test": 8580},
+    "cars196": {"train": 8144, "test": 8041},
 }
 SHIPPED_DATASETS = tuple(SHIPPED_SPLIT_SIZES)
 
@@ -50,6 +58,8 @@ _AUGMENT_STREAM = 2
 # with these ids, so adding them leaves the crop and flip seeds unchanged.
 _RANDAUGMENT_OP = 3
 _ERASING_OP = 4
+# The builders that prepare themselves offline (scikit-learn's digits).
+OFFLINE_BUILDERS = {"digits": digits_lib.Digits, "digits_parity": digits_lib.DigitsParity}
 # Shuffle seeds are drawn from [1, 2**31 - 1): positive and non-zero, because
 # tf.data treats a (0, 0) seed pair as "pick a random seed".
 _MAX_SHUFFLE_SEED = 2**31 - 1
@@ -140,8 +150,8 @@ def unprepared_builder(
   Raises:
     ValueError: unknown TFDS name, or no `image`/`label` features.
   """
-  if dataset == "digits":
-    builder = digits_lib.Digits(data_dir=data_dir)
+  if dataset in OFFLINE_BUILDERS:
+    builder = OFFLINE_BUILDERS[dataset](data_dir=data_dir)
   else:
     try:
       # try_gcs=False: never look for the data set on the network here.
@@ -179,7 +189,7 @@ def get_builder(
       without touching the network, so within seconds.
   """
   builder = unprepared_builder(dataset, data_dir)
-  if dataset == "digits":
+  if dataset in OFFLINE_BUILDERS:
     if not builder.is_prepared():
       # Nothing to fetch; disabling the GCS probe keeps this fully offline.
       builder.download_and_prepare(
@@ -503,6 +513,8 @@ def _train_preprocess(cfg: InputSettings, builder: tfds.core.DatasetBuilder,
       image = preprocessing.pad_crop(image, cfg.pad_crop_padding, crop_seed)
     elif cfg.train_augment == "random_resized_crop":
       image = preprocessing.random_resized_crop(image, size, crop_seed)
+    elif cfg.train_augment == "resize":
+      image = preprocessing.resize(image, size)
     if cfg.flip:
       image = preprocessing.random_flip(image, flip_seed)
     if cfg.randaugment_layers:
@@ -620,9 +632,10 @@ def _eval_preprocess(cfg: InputSettings, builder: tfds.core.DatasetBuilder,
   def preprocess(image_bytes, label):
     image = _decode(builder, image_bytes)
     if cfg.eval_resize == "resize":
-      image = preprocessing.resize(image, size)
+      image = preprocessing.resize(image, size, cfg.eval_resize_method)
     elif cfg.eval_resize == "resize_center_crop":
-      image = preprocessing.resize_center_crop(image, size, cfg.crop_fraction)
+      image = preprocessing.resize_center_crop(image, size, cfg.crop_fraction,
+                                               cfg.eval_resize_method)
     image = preprocessing.normalize(image, cfg.mean, cfg.std)
     image = tf.ensure_shape(image, (size, size, channels))
     return {

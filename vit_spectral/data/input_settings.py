@@ -17,8 +17,9 @@ from typing import Any
 
 from vit_spectral import settings as settings_lib
 from vit_spectral.data import randaugment
+from vit_spectral.data.preprocessing import RESIZE_METHODS
 
-TRAIN_AUGMENTS = ("none", "pad_crop", "random_resized_crop")
+TRAIN_AUGMENTS = ("none", "pad_crop", "random_resized_crop", "resize")
 EVAL_RESIZES = ("none", "resize", "resize_center_crop")
 
 
@@ -47,13 +48,19 @@ class InputSettings:
     shuffle_buffer: records in the shuffle buffer (>= 1).
     train_augment: one of TRAIN_AUGMENTS: "none" keeps the stored image (its
       size must be image_size), "pad_crop" pads by pad_crop_padding and crops
-      back (stored size too), "random_resized_crop" is Inception's crop.
+      back (stored size too), "random_resized_crop" is Inception's crop,
+      "resize" resizes the whole image to image_size² (bilinear; e.g. the
+      8×8 digits at 16×16 for a fine-tuning test).
     pad_crop_padding: pixels of zero padding for "pad_crop" (>= 0).
     flip: random horizontal flips.
     eval_resize: one of EVAL_RESIZES: "none" (stored size must be
       image_size), "resize" to image_size², or "resize_center_crop": shorter
       side to image_size / crop_fraction, then the central image_size².
     crop_fraction: in (0, 1], see eval_resize.
+    eval_resize_method: one of RESIZE_METHODS, the kernel of eval_resize
+      (antialiased when downscaling): "bilinear", or "bicubic" (Keys a = -0.5,
+      PIL's and so timm's eval kernel; the output is clipped to [0, 1], the
+      range of the uint8 input, as PIL's uint8 resize clips).
     mean: per-channel mean subtracted after scaling to [0, 1] (C values).
     std: per-channel std divided by (C positive values, as many as mean).
     randaugment_layers: RandAugment N; 0 = off.
@@ -82,6 +89,7 @@ class InputSettings:
   flip: bool = True
   eval_resize: str = "none"
   crop_fraction: float = 0.875
+  eval_resize_method: str = "bilinear"
   mean: tuple[float, ...] = (0.5,)
   std: tuple[float, ...] = (0.5,)
   randaugment_layers: int = 0
@@ -110,6 +118,8 @@ class InputSettings:
     settings_lib.check_choice(self.train_augment, TRAIN_AUGMENTS,
                               _field("train_augment"))
     settings_lib.check_choice(self.eval_resize, EVAL_RESIZES, _field("eval_resize"))
+    settings_lib.check_choice(self.eval_resize_method, RESIZE_METHODS,
+                              _field("eval_resize_method"))
     settings_lib.check_range(self.crop_fraction, _field("crop_fraction"), 0.0, 1.0,
                              low_open=True)
     require(len(self.mean) >= 1 and len(self.mean) == len(self.std),

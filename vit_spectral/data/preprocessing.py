@@ -6,8 +6,11 @@ global or op-level random state, so the same seed always gives the same
 output, independent of thread scheduling, which is what makes the training
 stream bit-for-bit reproducible and resumable.
 
-All resizes use bilinear interpolation with antialiasing, so that downscaling
-(e.g. ImageNet to 224) does not alias, and train and eval use the same kernel.
+All resizes are antialiased, so that downscaling (e.g. ImageNet to 224) does
+not alias; training resizes are bilinear, evaluation resizes bilinear by
+default (the kernel training used) or bicubic (`input.eval_resize_method`:
+timm evaluates pretrained models with PIL's bicubic, clipped to the uint8
+range).
 """
 
 from __future__ import annotations
@@ -110,24 +113,39 @@ def random_flip(image: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
   return tf.image.stateless_random_flip_left_right(image, seed=seed)
 
 
-def resize(image: tf.Tensor, size: int) -> tf.Tensor:
+RESIZE_METHODS = ("bilinear", "bicubic")
+
+
+def _resize_to(image: tf.Tensor, shape, method: str) -> tf.Tensor:
+  """Antialiased resize of float32 (H, W, C) in [0, 1] to `shape` (h, w) with
+  `method` (RESIZE_METHODS); bicubic overshoots, so its output is clipped to
+  [0, 1] (as PIL clips a uint8 image's)."""
+  if method not in RESIZE_METHODS:
+    raise ValueError(f"resize method={method!r}; choose one of "
+                     f"{list(RESIZE_METHODS)}")
+  resized = tf.cast(tf.image.resize(image, shape, method=method, antialias=True),
+                    tf.float32)
+  if method == "bicubic":
+    resized = tf.clip_by_value(resized, 0.0, 1.0)
+  return resized
+
+
+def resize(image: tf.Tensor, size: int, method: str = "bilinear") -> tf.Tensor:
   """Resizes to (size, size), ignoring the aspect ratio.
 
   Args:
-    image: float32 (H, W, C).
+    image: float32 (H, W, C) in [0, 1].
     size: output height and width.
+    method: one of RESIZE_METHODS (antialiased; bicubic clipped to [0, 1]).
 
   Returns:
     float32 (size, size, C).
   """
-  resized = tf.image.resize(
-      image, (size, size), method="bilinear", antialias=True
-  )
-  return tf.cast(resized, tf.float32)
+  return _resize_to(image, (size, size), method)
 
 
 def resize_center_crop(
-    image: tf.Tensor, size: int, crop_fraction: float
+    image: tf.Tensor, size: int, crop_fraction: float, method: str = "bilinear"
 ) -> tf.Tensor:
   """Resizes the shorter side to round(size / crop_fraction), centre-crops.
 
@@ -138,6 +156,7 @@ def resize_center_crop(
     image: float32 (H, W, C), any H, W.
     size: output height and width.
     crop_fraction: in (0, 1]; the fraction of the resized shorter side kept.
+    method: one of RESIZE_METHODS (as `resize`).
 
   Returns:
     float32 (size, size, C).
@@ -154,13 +173,10 @@ def resize_center_crop(
   # max(.., size) guards against rounding the longer side below the crop.
   new_h = tf.maximum(tf.cast(tf.round(height * factor), tf.int32), size)
   new_w = tf.maximum(tf.cast(tf.round(width * factor), tf.int32), size)
-  resized = tf.image.resize(
-      image, tf.stack([new_h, new_w]), method="bilinear", antialias=True
-  )
+  resized = _resize_to(image, tf.stack([new_h, new_w]), method)
   top = (new_h - size) // 2
   left = (new_w - size) // 2
-  crop = tf.image.crop_to_bounding_box(resized, top, left, size, size)
-  return tf.cast(crop, tf.float32)
+  return tf.image.crop_to_bounding_box(resized, top, left, size, size)
 
 
 def normalize(

@@ -9,6 +9,7 @@
   mixing          on-device Mixup / CutMix
   durations       epochs -> steps for durations and cadences
   robustness      corruption-robustness evaluation
+  init_from       fine-tuning: pretrained weights into a run's first state
   sharding        mesh, parameter and batch shardings
   checkpointing   orbax CheckpointManager wrapper, `latest_params`
   state_fingerprint  per-array fingerprints that catch damaged checkpoint bytes
@@ -23,7 +24,8 @@ Submodules are imported on use (`from vit_spectral.training import trainer`).
 """
 
 __all__ = [
-    "checkpointing", "config_checks", "distributed", "dry_run", "durations", "ema", "mixing", "optim",
+    "checkpointing", "config_checks", "distributed", "dry_run", "durations", "ema", "init_from",
+    "mixing", "optim",
     "resume", "robustness", "run_log", "run_settings", "sharding", "state_fingerprint", "steps", "train_state",
     "trainer", "workdir_lock",
 ]

@@ -11,7 +11,8 @@ every field, the train batch must split over the data-parallel devices, the
 eval batch is rounded up; the mesh on the devices; the data set's classes,
 channels and split sizes from `input_pipeline.planned_meta`: TFDS builder
 features and the shipped split sizes, nothing read, prepared or downloaded;
-the sharded steps), then its train step lowered and compiled on abstract
+`config.init_from`'s weights are neither read nor looked for; the sharded
+steps), then its train step lowered and compiled on abstract
 inputs: ShapeDtypeStructs that carry their shardings. The report holds the
 parameter count, XLA's FLOP count of one step and each device's memory.
 """
@@ -142,7 +143,8 @@ def plan(config: Any, devices: Sequence[jax.Device] | None = None) -> Plan:
       batch the mesh cannot split.
     DatasetNotPreparedError: the data set's split sizes are unknown without it.
   """
-  setup = trainer.set_up(config, devices, meta_fn=input_pipeline.planned_meta)
+  setup = trainer.set_up(config, devices, meta_fn=input_pipeline.planned_meta,
+                         check_init_source=False)
   state = jax.tree_util.tree_map(
       lambda leaf, s: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=s),
       setup.steps.abstract_state, setup.steps.state_sharding)

@@ -22,6 +22,8 @@ OPTIMIZERS = ("adamw", "sgd")
 # DeiT's `no_weight_decay()`: {pos_embed, cls_token}. Ours are (1, T, D) and
 # (1, 1, D), so the 1-D rule alone does not exempt them.
 DEIT_NO_DECAY = (r"^pos_embedding$", r"^cls$")
+# Linear probing: every parameter but the classifier head's is frozen.
+FREEZE_ALL_BUT_HEAD = (r"^(?!head/)",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +52,11 @@ class OptimSettings:
       ...") exempted from weight decay in addition to the 1-D ones.
       DEIT_NO_DECAY adds DeiT's exemptions (position embedding and class
       token); papers add theirs (e.g. 002's attention centres and widths).
+    freeze_patterns: regexes on the parameter path whose parameters are
+      frozen: their updates are zero, they are not weight-decayed, their
+      gradients do not enter grad_clip_norm's global norm and they hold no
+      optimizer state (linear probing: every path but the head's,
+      `FREEZE_ALL_BUT_HEAD`).
     b1, b2, eps: Adam moments.
     momentum, nesterov: SGD.
     grad_clip_norm: clip the global gradient norm (None = no clipping).
@@ -68,6 +75,7 @@ class OptimSettings:
   cooldown_epochs: float | None = None
   weight_decay: float = 0.05
   no_decay_patterns: tuple[str, ...] = ()
+  freeze_patterns: tuple[str, ...] = ()
   b1: float = 0.9
   b2: float = 0.999
   eps: float = 1e-8
@@ -101,12 +109,12 @@ class OptimSettings:
     if self.grad_clip_norm is not None:
       settings_lib.check_range(self.grad_clip_norm, "optim.grad_clip_norm", 0,
                                low_open=True)
-    for pattern in self.no_decay_patterns:
-      try:
-        re.compile(pattern)
-      except re.error as e:
-        raise ValueError(f"optim.no_decay_patterns: {pattern!r} is not a regex "
-                         f"({e})") from None
+    for field in ("no_decay_patterns", "freeze_patterns"):
+      for pattern in getattr(self, field):
+        try:
+          re.compile(pattern)
+        except re.error as e:
+          raise ValueError(f"optim.{field}: {pattern!r} is not a regex ({e})") from None
 
 
 def param_path(path) -> str:
@@ -140,6 +148,15 @@ def weight_decay_mask(params, no_decay_patterns: Sequence[str] = ()) -> Any:
     return ndim >= 2 and not is_bias and not any(p.search(name) for p in patterns)
 
   return jax.tree_util.tree_map_with_path(decide, params)
+
+
+def freeze_labels(params, freeze_patterns: Sequence[str]) -> Any:
+  """"frozen" for the leaves a pattern matches (their path, as `param_path`
+  writes it), "trainable" for the others."""
+  patterns = [re.compile(p) for p in freeze_patterns]
+  return jax.tree_util.tree_map_with_path(
+      lambda path, _: "frozen" if any(p.search(param_path(path)) for p in patterns)
+      else "trainable", params)
 
 
 def peak_learning_rate(optim: OptimSettings | Any,
@@ -222,4 +239,9 @@ def make_optimizer(optim: OptimSettings | Any, total_steps: int, *,
         optax.sgd(schedule, momentum=optim.momentum, nesterov=optim.nesterov))
   if optim.grad_clip_norm is not None:
     tx = optax.chain(optax.clip_by_global_norm(optim.grad_clip_norm), tx)
+  if optim.freeze_patterns:
+    # The frozen leaves never reach `tx` (no state, no decay, not in the norm).
+    tx = optax.multi_transform(
+        {"trainable": tx, "frozen": optax.set_to_zero()},
+        lambda params: freeze_labels(params, optim.freeze_patterns))
   return tx, schedule

@@ -13,7 +13,9 @@ Each config section is converted once, at the top, into its typed settings
 reads. Recipe options (all off by default): `config.mixup` (`mixing`),
 `config.ema_decay` (`ema`; evaluated beside the params as `eval_ema_*`),
 `config.robustness` (`robustness`; corruption accuracies at the end),
-epoch-valued cadences (`durations`).
+`config.init_from` (`init_from`; a run without checkpoints of its own starts
+from pretrained weights, `initial_state`), epoch-valued cadences
+(`durations`).
 """
 
 from __future__ import annotations
@@ -32,9 +34,11 @@ import numpy as np
 from absl import logging
 from clu import metric_writers, periodic_actions
 from etils import epath
+from jax.experimental import multihost_utils
 
 from vit_spectral.training import checkpointing, config_checks, optim, sharding, steps
-from vit_spectral.training import durations, mixing, resume, robustness, run_log, workdir_lock
+from vit_spectral.training import durations, init_from, mixing, resume, robustness, run_log
+from vit_spectral.training import workdir_lock
 from vit_spectral import errors
 from vit_spectral.data import input_pipeline
 from vit_spectral.models import build_model
@@ -115,6 +119,8 @@ class ShardedSteps:
   Attributes:
     model: the ViT (`models.build_model`).
     init: rng -> TrainState (params, optimizer state, EMA copy).
+    state_from_params: params -> the step-0 TrainState holding them (fresh
+      optimizer state, EMA = params): fine-tuning's start (`initial_state`).
     init_rng: the key `init` takes (from config.seed).
     abstract_state: jax.eval_shape of init: ShapeDtypeStructs, no memory.
     state_sharding: NamedShardings of the TrainState (config.sharding_rules).
@@ -126,6 +132,7 @@ class ShardedSteps:
 
   model: Any
   init: Callable[[jax.Array], TrainState]
+  state_from_params: Callable[[Any], TrainState]
   init_rng: jax.Array
   abstract_state: TrainState
   state_sharding: Any
@@ -159,6 +166,14 @@ def sharded_steps(model_config, run: RunSettings, optim_settings: optim.OptimSet
                       opt_state=tx.init(params),
                       ema_params=params if run.uses_ema else None)
 
+  def state_from_params(params):
+    # Copies: the state is donated to the train step, so it must never share
+    # a buffer with the caller's arrays or params with ema_params.
+    copy = lambda tree: jax.tree_util.tree_map(jnp.copy, tree)  # noqa: E731
+    return TrainState(step=jnp.zeros((), jnp.int32), params=copy(params),
+                      opt_state=tx.init(params),
+                      ema_params=copy(params) if run.uses_ema else None)
+
   abstract_state = jax.eval_shape(init, init_rng)
   state_sharding = sharding.tree_shardings(abstract_state, mesh, run.sharding_rules)
   data_sharding = sharding.batch_sharding(mesh)
@@ -173,8 +188,35 @@ def sharded_steps(model_config, run: RunSettings, optim_settings: optim.OptimSet
   eval_step = jax.jit(functools.partial(steps.eval_step, model=model),
                       in_shardings=(state_sharding.params, data_sharding),
                       out_shardings=repl)
-  return ShardedSteps(model, init, init_rng, abstract_state, state_sharding,
-                      train_step, eval_step)
+  return ShardedSteps(model, init, state_from_params, init_rng, abstract_state,
+                      state_sharding, train_step, eval_step)
+
+
+def initial_state(settings: init_from.InitFromSettings, jitted: ShardedSteps) -> TrainState:
+  """The step-0 state of a run without checkpoints: the initialisation, or,
+  with `config.init_from`, the pretrained weights fitted to the model
+  (`init_from.load`; the head and the parameters the source lacks at their
+  initial values) with a fresh optimizer state and EMA = params, laid out
+  with the state's shardings. Every process reads the source itself. The
+  `LoadReport` is logged.
+
+  Raises:
+    errors.WeightsMismatchError: the source does not fit (nothing is loaded).
+  """
+  state = jax.jit(jitted.init, out_shardings=jitted.state_sharding)(jitted.init_rng)
+  if not settings.enabled:
+    return state
+  # Host copies of the initial values (whole arrays on every process).
+  init_params = multihost_utils.process_allgather(state.params, tiled=True)
+  params, report = init_from.load(settings, jitted.model, init_params)
+  for line in report.lines():
+    (logging.warning if line.startswith("unused") else logging.info)(
+        "init_from %s (%s): %s", settings.path, settings.format, line)
+  placed = jax.tree_util.tree_map(
+      lambda value, where: jax.make_array_from_callback(
+          value.shape, where, lambda index: value[index]),
+      params, jitted.state_sharding.params)
+  return jax.jit(jitted.state_from_params, out_shardings=jitted.state_sharding)(placed)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,12 +239,15 @@ class RunSetup:
 
 
 def set_up(config, devices=None,
-           meta_fn: Callable[[Any], input_pipeline.DatasetMeta] = input_pipeline.dataset_meta
-           ) -> RunSetup:
+           meta_fn: Callable[[Any], input_pipeline.DatasetMeta] = input_pipeline.dataset_meta,
+           *, check_init_source: bool = True) -> RunSetup:
   """Validates `config`, builds the mesh over `devices` (default: all), reads
   the data set's facts with `meta_fn` (the dry run passes
-  `input_pipeline.planned_meta`: no data needed), converts epochs to steps and
-  jits the sharded steps. Shared by `train_and_evaluate` and `dry_run.plan`.
+  `input_pipeline.planned_meta`: no data needed), checks that
+  `config.init_from.path` exists (unless `check_init_source` is False: the
+  dry run plans without the pretrained weights, as without the data),
+  converts epochs to steps and jits the sharded steps. Shared by
+  `train_and_evaluate` and `dry_run.plan`.
 
   Raises:
     errors.ConfigError: an invalid field (one line naming it); a ValueError.
@@ -211,6 +256,8 @@ def set_up(config, devices=None,
   devices = list(jax.devices() if devices is None else devices)
   try:
     sections = config_checks.validate_config(config, num_devices=len(devices))
+    if check_init_source:
+      init_from.check_source_exists(sections.init_from)
     mesh = sharding.make_mesh(sections.mesh, devices)
     meta = meta_fn(sections.input)
     # Epoch-valued cadences (eval/checkpoint/warmup/cooldown) -> steps.
@@ -278,10 +325,10 @@ def _train(config, setup: RunSetup, workdir: str,
       abstract_state, state_sharding,
       check=functools.partial(resume.check_structure, abstract_state=abstract_state,
                               config=config, previous_config=previous_config))
-  if latest is not None:
+  if latest is not None:  # never init_from: the run's own progress wins
     logging.info("resumed from the checkpoint at step %d", latest)
   else:
-    state = jax.jit(jitted.init, out_shardings=state_sharding)(jitted.init_rng)
+    state = initial_state(sections.init_from, jitted)
   start_step = int(state.step)
   # The workdir records the config once it has passed every check and run a
   # step (an out-of-memory first step must not replace config.json).
