@@ -54,7 +54,7 @@ from absl import logging
 from vit_spectral import errors
 from vit_spectral.models import posemb as posemb_lib
 from vit_spectral.models.build import build_model
-from vit_spectral.models.layouts import layer_trees, tree_layout, with_layer_trees
+from vit_spectral.models.layouts import to_layout, tree_layout
 from vit_spectral.models.variants import SIZES, variant_fields
 from vit_spectral.models.vit import ViT
 from vit_spectral.models.weight_files import read_weights
@@ -356,7 +356,7 @@ def _image_size(model: ViT, target: Mapping[str, Any]) -> int:
 
 
 def _loop_flat(tree: Mapping[str, Any]) -> dict[str, Any]:
-  return _flatten(with_layer_trees(tree, layer_trees(tree), None))
+  return _flatten(to_layout(tree, None))
 
 
 def _fit(converted: Mapping[str, np.ndarray], names: Mapping[str, str], unused: list[str],
@@ -462,7 +462,7 @@ def load_into(source: Any, format: str, model: ViT, init_params: Mapping[str, An
       lambda a: jax.ShapeDtypeStruct(np.shape(a), a.dtype), init_params))
   flat, report = _fit(converted, names, unused, model, target, lambda: init_params,
                       resampling=_RESAMPLING[format], reinit_head=reinit_head)
-  return with_layer_trees(_nest(flat), layer_trees(_nest(flat)), tree_layout(init_params)), report
+  return to_layout(_nest(flat), tree_layout(init_params)), report
 
 
 def _load(converted, names, unused, model_config: dict[str, Any], num_classes: int,
@@ -481,8 +481,7 @@ def _load(converted, names, unused, model_config: dict[str, Any], num_classes: i
   flat, report = _fit(converted, names, unused, model, target, initial,
                       resampling=resampling, reinit_head=reinit_head)
   report.log()
-  tree = _nest(flat)
-  params = with_layer_trees(tree, layer_trees(tree), tree_layout(abstract))
+  params = to_layout(_nest(flat), tree_layout(abstract))
   return model, {"params": jax.tree_util.tree_map(jnp.asarray, params)}
 
 
