@@ -24,6 +24,14 @@ Every variant sows its final attention probabilities, (B, heads, T, T), as
 The value and output projections (`project_qkv`'s value, `project_out`) can be
 eigen-reparameterized for every variant alike with the shared field
 `value_output` (paper 003, §4; see `attention.value_output`).
+
+Implementation (the shared field `implementation`, one of IMPLEMENTATIONS):
+"explicit" builds the (B, H, T, T) map with einsums and sows it; "fused" asks
+`jax.nn.dot_product_attention` for the mixed values without materialising the
+map (cuDNN flash attention on GPU, XLA elsewhere), which needs a variant that
+supports it (`supports_fused`) and a call where nobody reads the map: no
+"intermediates" collection, no active attention dropout, no carried state;
+"auto" (default) takes "fused" exactly when those hold. `use_fused` decides.
 """
 
 from __future__ import annotations
@@ -39,6 +47,9 @@ from vit_spectral.layers.initializers import get_initializer
 
 # Added to masked logits instead of -inf so fully masked rows stay finite.
 _MASK_VALUE = -1e30
+
+# How a variant computes softmax(scores)·V (`Attention.implementation`).
+IMPLEMENTATIONS = ("auto", "fused", "explicit")
 
 
 class Attention(nn.Module):
@@ -67,8 +78,12 @@ class Attention(nn.Module):
       and `out` Dense layers) or an eigen-reparameterization of W_V W_proj
       (paper 003, §4), which needs num_heads·head_dim = width. Checked when
       the module is traced.
+    implementation: one of IMPLEMENTATIONS (module docstring): "auto"
+      (default), "fused" or "explicit"; `use_fused` resolves it per call.
+    supports_fused: class constant; True = the variant has a fused path.
   """
   mixes_skip: ClassVar[bool] = False
+  supports_fused: ClassVar[bool] = False
 
   num_heads: int
   head_dim: int | None = None
@@ -84,12 +99,44 @@ class Attention(nn.Module):
   value_output: str = vo.DEFAULT.mode
   value_output_clip: bool = vo.DEFAULT.clip
   value_output_eps: float = vo.DEFAULT.eps
+  implementation: str = "auto"
 
   @classmethod
   def initial_state(cls, batch_size: int, num_tokens: int, num_heads: int):
     """The state handed to the first block; None = this variant is stateless."""
     del batch_size, num_tokens, num_heads
     return None
+
+  def use_fused(self, has_state: bool = False) -> bool:
+    """Whether this call takes the fused path (module docstring).
+
+    Args:
+      has_state: the call carries attention state (e.g. Hopfield's scores),
+        which needs the explicit map.
+
+    Raises:
+      ValueError: `implementation` is not one of IMPLEMENTATIONS, or is
+        "fused" where the variant has no fused path or the call needs the map
+        (the message says which).
+    """
+    if self.implementation not in IMPLEMENTATIONS:
+      raise ValueError(f"model.attention.implementation={self.implementation!r}; "
+                       f"choose one of {list(IMPLEMENTATIONS)}")
+    if self.implementation == "explicit":
+      return False
+    needs_map = []
+    if not self.supports_fused:
+      needs_map.append(f"{type(self).__name__} has no fused path")
+    if self.is_mutable_collection("intermediates"):
+      needs_map.append("the attention weights are being recorded (intermediates)")
+    if self.dropout_rate and not self.deterministic:
+      needs_map.append(f"attention dropout is active (rate {self.dropout_rate})")
+    if has_state:
+      needs_map.append("the variant carries attention state between layers")
+    if self.implementation == "fused" and needs_map:
+      raise ValueError("model.attention.implementation='fused' cannot be used here: "
+                       + "; ".join(needs_map) + "; use 'auto' or 'explicit'")
+    return not needs_map
 
   def resolved_head_dim(self, width: int) -> int:
     if self.head_dim is not None and self.full_width_heads:
