@@ -14,11 +14,13 @@ them. Every variant is an `Attention` subclass (`base.py` states the contract):
 """
 
 from vit_spectral.attention.base import Attention, apply_weights, scaled_dot_logits
+from vit_spectral.attention.fused import fused_attention
 from vit_spectral.attention.registry import get_attention, register_attention, registered_attentions
 
 # Importing a variant's module registers it.
 from vit_spectral.attention.dot_product import DotProductAttention
-from vit_spectral.attention.attn_scale import AttnScaleAttention, all_pass_apply, all_pass_weights
+from vit_spectral.attention.attn_scale import (AttnScaleAttention, all_pass_apply, all_pass_rescale,
+                                              all_pass_weights)
 from vit_spectral.attention.cosine import CosineAttention, smooth_l2_normalize
 from vit_spectral.attention.relative import RelativePositionAttention, relative_shifts
 from vit_spectral.attention.quadratic import QuadraticAttention, quadratic_precision
@@ -32,8 +34,9 @@ __all__ = [
     "Attention", "AttnScaleAttention", "CosineAttention", "DotProductAttention",
     "GaussianAttention", "HopfieldAttention", "LearnedRelativeAttention",
     "QuadraticAttention", "RelativePositionAttention",
-    "all_pass_apply", "all_pass_weights", "apply_weights", "causal_mask",
-    "combine_masks", "conv_to_quadratic_attention", "gaussian_precision",
+    "all_pass_apply", "all_pass_rescale", "all_pass_weights", "apply_weights",
+    "causal_mask", "combine_masks", "conv_to_quadratic_attention", "fused_attention",
+    "gaussian_precision",
     "get_attention", "padding_mask", "quadratic_precision", "register_attention",
     "registered_attentions", "relative_shifts", "scaled_dot_logits",
     "smooth_l2_normalize",

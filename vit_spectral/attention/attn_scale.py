@@ -11,7 +11,8 @@ with n the number of tokens, CLS included (as in the authors' code). Since A·1 
     Â·V = (1 + ω)·(A·V) − ω·1·mean_tokens(V)ᵀ,
 
 so the output costs O(n·d) on top of plain attention and never builds an n×n
-array besides the softmax itself (a fused attention kernel could replace A·V).
+array besides the softmax itself; the fused path (`implementation`) takes A·V from
+`jax.nn.dot_product_attention` and applies the same rescaling (`all_pass_rescale`).
 `all_pass_weights` is the explicit Â; it is only built when the map is recorded
 for the diagnostics (the "intermediates" collection is mutable).
 
@@ -38,10 +39,14 @@ the fast form exact; the paper's DeiT recipes use no attention dropout.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import flax.linen as nn
 import jax.numpy as jnp
+import numpy as np
 
 from vit_spectral.attention.base import Attention, apply_weights, scaled_dot_logits
+from vit_spectral.attention.fused import fused_attention
 from vit_spectral.attention.registry import register_attention
 
 
@@ -105,16 +110,37 @@ def all_pass_apply(weights, v, omega, mask=None):
     (B, T, H, Dh) in v's dtype, equal to
     `apply_weights(all_pass_weights(A, ω, mask), v)`.
   """
+  return all_pass_rescale(apply_weights(weights, v), v, omega, mask)
+
+
+def all_pass_rescale(mixed, v, omega, mask=None):
+  """Â·V from the mixed values A·V: A·V + ω·(A·V − DC), DC = mean_allowed(V).
+
+  The second half of `all_pass_apply`, for callers that got A·V without the
+  map (the fused path). The DC mean and the rescaling run in float32.
+
+  Args:
+    mixed: A·V, (B, T, H, Dh).
+    v: (B, S, H, Dh) the values A mixed.
+    omega: (H,) one scale per head.
+    mask: optional bool broadcastable to (B, H, T, S); True = may attend (the
+      mask A was computed under).
+
+  Returns:
+    (B, T, H, Dh) in v's dtype.
+  """
   omega = omega.astype(jnp.float32)[:, None]                  # (H, 1)
   if mask is None:
     dc = jnp.mean(v.astype(jnp.float32), axis=1, keepdims=True)   # (B, 1, H, Dh)
   else:                                 # per query's allowed keys: 0/1 sums, then / count
-    allowed = jnp.broadcast_to(allowed_keys(weights.shape[-1], mask), weights.shape)
+    batch, num_keys, heads, _ = v.shape
+    shape = (batch, heads, mixed.shape[1], num_keys)          # (B, H, T, S)
+    allowed = jnp.broadcast_to(allowed_keys(num_keys, mask), shape)
     sums = jnp.einsum("bhts,bshd->bthd", allowed.astype(v.dtype), v,
                       preferred_element_type=jnp.float32)     # (B, T, H, Dh)
     counts = allowed.sum(axis=-1).transpose(0, 2, 1)[..., None]   # (B, T, H, 1)
     dc = sums / counts
-  mixed = apply_weights(weights, v).astype(jnp.float32)
+  mixed = mixed.astype(jnp.float32)
   # ω = 0 gives exactly A·V: x + 0·(x − dc) is x bit for bit.
   return (mixed + omega * (mixed - dc)).astype(v.dtype)
 
@@ -129,17 +155,30 @@ class AttnScaleAttention(Attention):
   mask the DC part is the mean over each query's allowed keys (module
   docstring), so masked tokens never reach the output.
 
+  Fused path (`implementation`, `attention.base`): A·V from
+  `attention.fused.fused_attention` (the same masked softmax(Q Kᵀ/√d_h)),
+  then `all_pass_rescale`'s (1 + ω)·(A·V) − ω·DC with the masked DC; neither A
+  nor Â is built or sown.
+
   Call contract: see `vit_spectral.attention.base`.
   """
+  supports_fused: ClassVar[bool] = True
 
   @nn.compact
   def __call__(self, x, state=None, mask=None):
     """x: (B, T, D) -> ((B, T, D), state unchanged)."""
+    fused = self.use_fused()
     omega = self.param("omega", nn.initializers.zeros, (self.num_heads,),
                        self.param_dtype)
     q, k, v = self.project_qkv(x)                                  # (B, T, H, Dh)
-    weights = self.probabilities(scaled_dot_logits(q, k), mask)    # A, (B, H, T, T)
-    return self.project_out(all_pass_apply(weights, v, omega, mask), x.shape[-1]), state
+    if fused:
+      mixed = fused_attention(q, k, v, mask=mask, scale=1.0 / np.sqrt(q.shape[-1]),
+                              dtype=self.dtype)                    # A·V
+      out = all_pass_rescale(mixed, v, omega, mask)
+    else:
+      weights = self.probabilities(scaled_dot_logits(q, k), mask)  # A, (B, H, T, T)
+      out = all_pass_apply(weights, v, omega, mask)
+    return self.project_out(out, x.shape[-1]), state
 
   def sow_weights(self, weights, mask=None):
     """Records Â (not the softmax A) for the diagnostics, (B, H, T, T)."""

@@ -22,10 +22,14 @@ Two readings of V, chosen by `normalize_value`:
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import flax.linen as nn
 import jax.numpy as jnp
+import numpy as np
 
 from vit_spectral.attention.base import Attention, apply_weights
+from vit_spectral.attention.fused import fused_attention
 from vit_spectral.attention.registry import register_attention
 
 
@@ -50,7 +54,14 @@ class CosineAttention(Attention):
     epsilon: smoothing ε inside the square root of the normalisation.
     normalize_value: ℓ2-normalise V (the paper) or not (the authors' code).
     scale_heads: multiply the head concatenation by 1/K (App. A.2).
+
+  Fused path (`implementation`, `attention.base`): softmax(τ·Q̂K̂ᵀ, masked)·V̂
+  through `attention.fused.fused_attention` with the normalised q̂, k̂ (and v̂),
+  then ν and 1/K as above. A constant τ (in `param_dtype`, as here) is the
+  call's `scale`, applied to the float32 cosines as here; a learned τ is a traced value, so it multiplies q̂
+  instead (in `dtype`) and the scale is 1.
   """
+  supports_fused: ClassVar[bool] = True
   tau: float = 12.0
   nu: float = 1.0
   learnable_tau: bool = False
@@ -70,6 +81,7 @@ class CosineAttention(Attention):
     if self.epsilon <= 0:
       raise ValueError(f"model.attention.epsilon={self.epsilon} must be positive: "
                        "it is what keeps the normalisation Lipschitz")
+    fused = self.use_fused()
     q, k, v = self.project_qkv(x)                          # (B, T, H, Dh) each
     q = smooth_l2_normalize(q, self.epsilon)
     k = smooth_l2_normalize(k, self.epsilon)
@@ -77,11 +89,19 @@ class CosineAttention(Attention):
       v = smooth_l2_normalize(v, self.epsilon)
     tau = self.scalar("tau", self.tau, self.learnable_tau)
     nu = self.scalar("nu", self.nu, self.learnable_nu)
-    # Cosine scores in float32 (the product accumulates there), scaled by τ.
-    cosines = jnp.einsum("bthd,bshd->bhts", q, k, preferred_element_type=jnp.float32)
-    logits = tau.astype(jnp.float32) * cosines
-    weights = self.probabilities(logits, mask)             # (B, H, T, T)
-    y = nu.astype(v.dtype) * apply_weights(weights, v)     # (B, T, H, Dh)
+    if fused and self.learnable_tau:   # a traced τ is no `scale`: fold it into q̂
+      mixed = fused_attention(q * tau.astype(q.dtype), k, v, mask=mask, scale=1.0,
+                              dtype=self.dtype)
+    elif fused:
+      tau = float(np.asarray(self.tau, self.param_dtype))   # a constant: τ as stored
+      mixed = fused_attention(q, k, v, mask=mask, scale=tau, dtype=self.dtype)
+    else:
+      # Cosine scores in float32 (the product accumulates there), scaled by τ.
+      cosines = jnp.einsum("bthd,bshd->bhts", q, k, preferred_element_type=jnp.float32)
+      logits = tau.astype(jnp.float32) * cosines
+      weights = self.probabilities(logits, mask)           # (B, H, T, T)
+      mixed = apply_weights(weights, v)                    # (B, T, H, Dh)
+    y = nu.astype(v.dtype) * mixed
     if self.scale_heads:
       y = y / self.num_heads
     return self.project_out(y, x.shape[-1]), state

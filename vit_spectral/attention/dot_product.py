@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import flax.linen as nn
+import numpy as np
 
 from vit_spectral.attention.base import Attention, apply_weights, scaled_dot_logits
+from vit_spectral.attention.fused import fused_attention
 from vit_spectral.attention.registry import register_attention
 
 
@@ -12,12 +16,22 @@ from vit_spectral.attention.registry import register_attention
 class DotProductAttention(Attention):
   """softmax(Q Kᵀ / sqrt(d_h)) V, heads concatenated and projected.
 
+  Fused path (`implementation`, `attention.base`): the same softmax(Q Kᵀ /
+  sqrt(d_h), masked) V through `attention.fused.fused_attention`, no map sown.
+
   Call contract: see `vit_spectral.attention.base`.
   """
+  supports_fused: ClassVar[bool] = True
 
   @nn.compact
   def __call__(self, x, state=None, mask=None):
     """x: (B, T, D) -> ((B, T, D), state unchanged)."""
+    fused = self.use_fused()
     q, k, v = self.project_qkv(x)                        # (B, T, H, Dh) each
-    weights = self.probabilities(scaled_dot_logits(q, k), mask)  # (B, H, T, T)
-    return self.project_out(apply_weights(weights, v), x.shape[-1]), state
+    if fused:
+      mixed = fused_attention(q, k, v, mask=mask, scale=1.0 / np.sqrt(q.shape[-1]),
+                              dtype=self.dtype)
+    else:
+      weights = self.probabilities(scaled_dot_logits(q, k), mask)  # (B, H, T, T)
+      mixed = apply_weights(weights, v)
+    return self.project_out(mixed, x.shape[-1]), state

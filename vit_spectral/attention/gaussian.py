@@ -43,6 +43,9 @@ class GaussianAttention(RelativePositionAttention):
   Attributes:
     center_init_std: σ of the centres' init.
     inv_sqrt_cov_init_std: ε of the perturbation of S_h = I at init.
+  No fused path (`supports_fused` False; `RelativePositionAttention` says
+  why): the scores are positional only. `implementation="fused"` raises,
+  "auto" computes the map.
   """
   center_init_std: float = 2.0
   inv_sqrt_cov_init_std: float = 0.01
@@ -50,6 +53,7 @@ class GaussianAttention(RelativePositionAttention):
   @nn.compact
   def __call__(self, x, state=None, mask=None):
     """x: (B, T, D) -> ((B, T, D), state unchanged)."""
+    self.use_fused()     # validates `implementation`; False: no fused path here
     shifts = relative_shifts(self.grid_shape(x.shape[1]))
     centers = self.param("centers", nn.initializers.normal(self.center_init_std),
                          (self.num_heads, 2), self.param_dtype)

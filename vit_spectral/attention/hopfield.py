@@ -23,6 +23,14 @@ a causal decoder) are neither read by this layer nor handed to the next one.
 this is LN(x): the "inner" reading); `Block(attention_residual="replace")` hands
 the block input x instead (α·x + (1 - α)·Attn(LN(x)), eq. 10 on the residual
 stream). α = α' = 0 is standard dot-product attention bit for bit.
+
+Fused path (`implementation`, `attention.base`): only with α' = 0, where the
+weights are softmax(s_ℓ) and no layer reads the carried h (eq. 10 with α' = 0
+drops h_{ℓ-1}): the mixed values come from `attention.fused.fused_attention`
+(the masked softmax(Q Kᵀ/√d_k)), α mixes the skip in as above, and the state
+handed in is handed on unchanged instead of s_ℓ (nobody reads it). With α' > 0
+the state is carried (`use_fused(has_state=True)`): "auto" computes the map,
+"fused" raises.
 """
 
 from __future__ import annotations
@@ -32,7 +40,10 @@ from typing import ClassVar
 import flax.linen as nn
 import jax.numpy as jnp
 
+import numpy as np
+
 from vit_spectral.attention.base import Attention, apply_weights, scaled_dot_logits
+from vit_spectral.attention.fused import fused_attention
 from vit_spectral.attention.registry import register_attention
 
 
@@ -55,6 +66,7 @@ class HopfieldAttention(Attention):
 
   # The block may hand a `skip` tensor for α to mix (attention_residual="replace").
   mixes_skip: ClassVar[bool] = True
+  supports_fused: ClassVar[bool] = True
 
   @classmethod
   def initial_state(cls, batch_size: int, num_tokens: int, num_heads: int):
@@ -72,11 +84,17 @@ class HopfieldAttention(Attention):
       skip: (B, T, D) tensor mixed in with weight α; None = x.
 
     Returns:
-      y (B, T, D) and the new state h_ℓ (float32 (B, H, T, T), zero where masked).
+      y (B, T, D) and the new state h_ℓ (float32 (B, H, T, T), zero where masked);
+      on the fused path (α' = 0) the state handed in, unchanged.
     """
     _check_coefficient(self.alpha, "alpha")
     _check_coefficient(self.alpha_hidden, "alpha_hidden")
+    fused = self.use_fused(has_state=bool(self.alpha_hidden))
     q, k, v = self.project_qkv(x)                                    # (B, T, H, Dh)
+    if fused:
+      mixed = fused_attention(q, k, v, mask=mask, scale=1.0 / np.sqrt(q.shape[-1]),
+                              dtype=self.dtype)
+      return self.mix_skip(x, self.project_out(mixed, x.shape[-1]), skip), state
     scores = scaled_dot_logits(q, k).astype(jnp.float32)             # s_ℓ (B, H, T, T)
     hidden = (1.0 - self.alpha_hidden) * scores
     if state is not None and self.alpha_hidden:
@@ -87,7 +105,11 @@ class HopfieldAttention(Attention):
       hidden = jnp.where(mask, hidden, 0.0)
     weights = self.probabilities(hidden, mask)                       # softmax(h_ℓ)
     out = self.project_out(apply_weights(weights, v), x.shape[-1])
-    if self.alpha:
-      skip = x if skip is None else skip
-      out = self.alpha * skip.astype(out.dtype) + (1.0 - self.alpha) * out
-    return out, hidden
+    return self.mix_skip(x, out, skip), hidden
+
+  def mix_skip(self, x, out, skip=None):
+    """α·skip + (1 − α)·out (eq. 10), skip = x when None; out itself when α = 0."""
+    if not self.alpha:
+      return out
+    skip = x if skip is None else skip
+    return self.alpha * skip.astype(out.dtype) + (1.0 - self.alpha) * out

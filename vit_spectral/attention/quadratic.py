@@ -56,6 +56,9 @@ class QuadraticAttention(RelativePositionAttention):
     center_init_std: Δ_h ~ N(0, σ² I) at init (the paper's "N(0, 2I)", read as
       σ = 2).
     alpha_init: α_h at init (all heads; the paper does not state it).
+  No fused path (`supports_fused` False; `RelativePositionAttention` says
+  why): the scores are positional only. `implementation="fused"` raises,
+  "auto" computes the map.
   """
   center_init_std: float = 2.0
   alpha_init: float = 1.0
@@ -63,6 +66,7 @@ class QuadraticAttention(RelativePositionAttention):
   @nn.compact
   def __call__(self, x, state=None, mask=None):
     """x: (B, T, D) -> ((B, T, D), state unchanged)."""
+    self.use_fused()     # validates `implementation`; False: no fused path here
     if self.alpha_init <= 0:
       raise ValueError(f"model.attention.alpha_init={self.alpha_init} must be > 0")
     shifts = relative_shifts(self.grid_shape(x.shape[1]))

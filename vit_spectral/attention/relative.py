@@ -33,6 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from vit_spectral.attention.base import Attention, apply_weights
+from vit_spectral.attention.fused import fused_attention
 from vit_spectral.layers.initializers import get_initializer
 
 
@@ -58,6 +59,15 @@ class RelativePositionAttention(Attention):
   `attend`, which embeds them among the prefix tokens, masks, normalises and mixes
   the values (per-head value projection, heads concatenated, output projection:
   eq. 4). With `full_width_heads=True` every head has width D (§4.3 (ii)).
+
+  Fused path (`implementation`, `attention.base`): a variant with a content
+  term q·kᵀ hands it to `attend_fused`, its positional scores going in as the
+  fused call's `bias` (the prefix rule stays a mask). A purely positional
+  variant has no fused path (`supports_fused` False, the default here):
+  `jax.nn.dot_product_attention` needs keys as wide as the values (zero-width
+  q, k are rejected), so it would multiply zero queries by zero keys for a
+  (B, H, T, T) product of nothing, and its scores (1, H, T, T) do not depend on
+  the data anyway.
 
   Attributes:
     shared_value: one value projection X W_val (D -> D_h) shared by all heads,
@@ -95,7 +105,7 @@ class RelativePositionAttention(Attention):
     return jnp.asarray(allowed)
 
   def attend(self, x, logits, mask=None):
-    """Softmax over keys, value mixing and output projection.
+    """Softmax over keys, value mixing and output projection (the explicit path).
 
     Args:
       x: (B, T, D) the block's normalised input.
@@ -106,21 +116,53 @@ class RelativePositionAttention(Attention):
       (B, T, D).
     """
     batch, num_tokens, width = x.shape
-    allowed = self.prefix_mask(num_tokens)
-    mask = allowed if mask is None else jnp.logical_and(mask, allowed)
+    mask = self.grid_mask(num_tokens, mask)
     logits = jnp.broadcast_to(logits, (batch, self.num_heads, num_tokens, num_tokens))
     weights = self.probabilities(logits, mask)                 # (B, H, T, T)
+    v = self.values(x)
     if self.shared_value:
-      if self.value_output_settings().eigen:
-        raise ValueError(
-            f"model.attention.shared_value=True cannot be combined with "
-            f"value_output={self.value_output!r}: the eigen-reparameterization "
-            "(paper 003) needs one value projection per head")
-      v = nn.Dense(self.resolved_head_dim(width), use_bias=self.qkv_bias,
-                   kernel_init=get_initializer(self.kernel_init), dtype=self.dtype,
-                   param_dtype=self.param_dtype, name="shared_value")(x)  # (B, T, Dh)
       mixed = jnp.einsum("bhts,bsd->bthd", weights, v)
     else:
-      v = self.project_value(x)                                # (B, T, H, Dh)
       mixed = apply_weights(weights, v)
     return self.project_out(mixed, width)
+
+  def attend_fused(self, x, q, k, bias, mask=None):
+    """`attend` with logits q·kᵀ/√Dh + bias, through `fused.fused_attention`.
+
+    Args:
+      x: (B, T, D) the block's normalised input.
+      q, k: (B, T, H, Dh) the content queries and keys.
+      bias: (B or 1, H, T, T) float32, the rest of the scores (prefix pairs
+        already embedded).
+      mask: optional caller mask, see `attention.base`; the prefix rule is
+        added as in `attend`.
+
+    Returns:
+      (B, T, D).
+    """
+    num_tokens, width = x.shape[1:]
+    mask = self.grid_mask(num_tokens, mask)
+    v = self.values(x)
+    if self.shared_value:   # one value per token for every head: (B, T, H, Dh)
+      v = jnp.broadcast_to(v[:, :, None, :], v.shape[:2] + (self.num_heads, v.shape[-1]))
+    mixed = fused_attention(q, k, v, bias=bias, mask=mask,
+                            scale=1.0 / np.sqrt(q.shape[-1]), dtype=self.dtype)
+    return self.project_out(mixed, width)
+
+  def grid_mask(self, num_tokens: int, mask=None):
+    """The caller's mask (or None) and `prefix_mask`: bool, broadcastable to (B, H, T, T)."""
+    allowed = self.prefix_mask(num_tokens)
+    return allowed if mask is None else jnp.logical_and(mask, allowed)
+
+  def values(self, x):
+    """x: (B, T, D) -> v: (B, T, Dh) with `shared_value`, else (B, T, H, Dh)."""
+    if not self.shared_value:
+      return self.project_value(x)
+    if self.value_output_settings().eigen:
+      raise ValueError(
+          f"model.attention.shared_value=True cannot be combined with "
+          f"value_output={self.value_output!r}: the eigen-reparameterization "
+          "(paper 003) needs one value projection per head")
+    return nn.Dense(self.resolved_head_dim(x.shape[-1]), use_bias=self.qkv_bias,
+                    kernel_init=get_initializer(self.kernel_init), dtype=self.dtype,
+                    param_dtype=self.param_dtype, name="shared_value")(x)

@@ -42,14 +42,28 @@ class LearnedRelativeAttention(RelativePositionAttention):
     content: add the data-dependent terms of eq. 8 (q·k, q·Ŵr, u·k).
     position_dim: D_p (even); None = the model width (the paper: D_p = D_out).
     embedding_init_std: std of the row/column embeddings at init.
+
+  Fused path (`implementation`, `attention.base`), with content only: the
+  content term q·kᵀ/√D_k goes through `attention.fused.fused_attention`, the
+  rest of eq. 8 (q·Ŵr, u·k, v·Ŵr: a (B, H, T, T) float32 array, since q·Ŵr
+  depends on the data) as its `bias`, the prefix rule as its mask
+  (`RelativePositionAttention.attend_fused`). Without content the scores are
+  positional only and there is no fused path (`RelativePositionAttention`
+  says why): "fused" raises, "auto" computes the map.
   """
   content: bool = False
   position_dim: int | None = None
   embedding_init_std: float = 1.0
 
+  @property
+  def supports_fused(self) -> bool:
+    """A fused path exists only with the content term (class docstring)."""
+    return self.content
+
   @nn.compact
   def __call__(self, x, state=None, mask=None):
     """x: (B, T, D) -> ((B, T, D), state unchanged)."""
+    fused = self.use_fused()
     batch, num_tokens, width = x.shape
     rows, cols = self.grid_shape(num_tokens)
     dp = self.position_dim or width
@@ -91,6 +105,9 @@ class LearnedRelativeAttention(RelativePositionAttention):
              + jnp.take_along_axis(q_col, jnp.broadcast_to(col_idx, (1, 1, n, n)), -1))
     grid_logits = grid_logits + q_pos * scale
     u_k = jnp.einsum("hd,bkhd->bhk", u, k)[:, :, None, :] * scale     # (B, H, 1, T)
+    if fused:
+      bias = u_k + self.embed_grid_logits(grid_logits, num_tokens)      # (B, H, T, T)
+      return self.attend_fused(x, q, k, bias, mask), state
     logits = (scaled_dot_logits(q, k) + u_k
               + self.embed_grid_logits(grid_logits, num_tokens))
     return self.attend(x, logits, mask), state
