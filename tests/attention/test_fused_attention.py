@@ -76,7 +76,7 @@ def fused_calls(monkeypatch):
   original = jax.nn.dot_product_attention
 
   def spy(*args, **kwargs):
-    calls.append(kwargs.get("mask"))
+    calls.append(kwargs)
     return original(*args, **kwargs)
   monkeypatch.setattr(jax.nn, "dot_product_attention", spy)
   return calls
@@ -88,7 +88,6 @@ def test_fused_equals_explicit_float32(variant, fused_calls):
   explicit, fused = make(name, fields, "explicit"), make(name, fields, "fused")
   x = inputs()
   state = type(explicit).initial_state(BATCH, TOKENS, HEADS)
-
   params = random_params(explicit, x, state)
 
   @jax.jit
@@ -200,12 +199,35 @@ def test_unknown_implementation_raises_in_every_variant(name):
     jax.eval_shape(make(name, {}, "flash").init, jax.random.key(1), x, state)
 
 
-def test_bfloat16_fused_close_to_explicit(fused_calls):
+def test_bfloat16_fused_scores_and_softmax_are_float32(fused_calls):
+  """In bf16 the fused call's scores (a bf16 × bf16 product) and softmax are
+  float32, as on the explicit path, and the two paths agree to bf16 rounding."""
   explicit = make("dot_product", {}, "explicit", dtype=jnp.bfloat16)
   fused = make("dot_product", {}, "fused", dtype=jnp.bfloat16)
   x = inputs()
-  params = explicit.init(jax.random.key(1), x)["params"]
-  want = jax.jit(explicit.apply)({"params": params}, x)[0]
-  got = jax.jit(fused.apply)({"params": params}, x)[0]
+  params = random_params(explicit, x)
+  traced = jax.jit(lambda p, x: (explicit.apply({"params": p}, x)[0],
+                                 fused.apply({"params": p}, x)[0])).trace(params, x)
+  want, got = traced.lower().compile()(params, x)
   assert got.dtype == want.dtype == jnp.bfloat16
   np.testing.assert_allclose(np.float32(got), np.float32(want), rtol=2e-2, atol=2e-2)
+
+  fused_eqns = list(equations(jax.make_jaxpr(fused.apply)({"params": params}, x).jaxpr))
+  exps = [e.invars[0].aval.dtype for e in fused_eqns if e.primitive.name == "exp"]
+  assert exps and all(d == jnp.float32 for d in exps), exps
+  scores = [e.outvars[0].aval.dtype for e in fused_eqns if e.primitive.name == "dot_general"
+            and e.outvars[0].aval.shape.count(TOKENS) == 2]   # (…, T, …, S): q·kᵀ
+  assert scores == [jnp.float32], scores             # bf16 q and k, float32 scores
+  assert len(fused_calls) == 2
+
+
+def equations(jaxpr):
+  """Every equation of `jaxpr` and of the jaxprs inside it (softmax's custom_jvp, ...)."""
+  for eqn in jaxpr.eqns:
+    yield eqn
+    for param in eqn.params.values():
+      for sub in param if isinstance(param, (tuple, list)) else (param,):
+        if isinstance(sub, jax.extend.core.ClosedJaxpr):
+          yield from equations(sub.jaxpr)
+        elif isinstance(sub, jax.extend.core.Jaxpr):
+          yield from equations(sub)

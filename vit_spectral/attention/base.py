@@ -27,8 +27,10 @@ eigen-reparameterized for every variant alike with the shared field
 
 Implementation (the shared field `implementation`, one of IMPLEMENTATIONS):
 "explicit" builds the (B, H, T, T) map with einsums and sows it; "fused" asks
-`jax.nn.dot_product_attention` for the mixed values without materialising the
-map (cuDNN flash attention on GPU, XLA elsewhere), which needs a variant that
+`jax.nn.dot_product_attention` for the mixed values without returning the
+map (`attention.fused`: XLA's path on every backend in JAX 0.10.2, which
+still forms the scores inside the step; its precision and masking match
+the explicit path's), which needs a variant that
 supports it (`supports_fused`) and a call where nobody reads the map: no
 "intermediates" collection, no active attention dropout, no carried state;
 "auto" (default) takes "fused" exactly when those hold. `use_fused` decides.

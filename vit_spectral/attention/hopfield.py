@@ -39,7 +39,6 @@ from typing import ClassVar
 
 import flax.linen as nn
 import jax.numpy as jnp
-
 import numpy as np
 
 from vit_spectral.attention.base import Attention, apply_weights, scaled_dot_logits
