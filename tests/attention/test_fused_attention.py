@@ -184,8 +184,9 @@ def test_no_fused_path_auto_is_explicit_fused_raises(variant, fused_calls):
   apply = lambda module: jax.eval_shape(module.apply, variables, x, state)
   apply(make(name, fields, "auto"))
   assert not fused_calls
-  reason = ("carries attention state" if name == "hopfield"
-            else f"{attention.get_attention(name).__name__} has no fused path")
+  reason = {"hopfield": "carries attention state",
+            "relative_learned": "content=False scores by position only and has no fused path",
+            }.get(name, f"{attention.get_attention(name).__name__} has no fused path")
   with pytest.raises(ValueError, match=rf"implementation='fused' cannot be used here: .*{reason}"):
     apply(make(name, fields, "fused"))
 

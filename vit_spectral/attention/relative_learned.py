@@ -21,6 +21,8 @@ the scores are computed: no (N, N, D_p) tensor is ever built.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import flax.linen as nn
 import jax.numpy as jnp
 
@@ -49,21 +51,25 @@ class LearnedRelativeAttention(RelativePositionAttention):
   depends on the data) as its `bias`, the prefix rule as its mask
   (`RelativePositionAttention.attend_fused`). Without content the scores are
   positional only and there is no fused path (`RelativePositionAttention`
-  says why): "fused" raises, "auto" computes the map.
+  says why): "fused" raises, "auto" computes the map. (`supports_fused` is a
+  class constant, True: the class has a fused path, used with content=True.)
   """
   content: bool = False
   position_dim: int | None = None
   embedding_init_std: float = 1.0
 
-  @property
-  def supports_fused(self) -> bool:
-    """A fused path exists only with the content term (class docstring)."""
-    return self.content
+  supports_fused: ClassVar[bool] = True     # with content only (class docstring)
 
   @nn.compact
   def __call__(self, x, state=None, mask=None):
     """x: (B, T, D) -> ((B, T, D), state unchanged)."""
     fused = self.use_fused()
+    if fused and not self.content:
+      if self.implementation == "fused":
+        raise ValueError("model.attention.implementation='fused' cannot be used here: "
+                         "LearnedRelativeAttention with content=False scores by position "
+                         "only and has no fused path; use 'auto' or 'explicit'")
+      fused = False
     batch, num_tokens, width = x.shape
     rows, cols = self.grid_shape(num_tokens)
     dp = self.position_dim or width
