@@ -259,26 +259,26 @@ class Spec:
 
 def analytic_flops_per_image(image: int, patch: int, width: int, depth: int, mlp: int,
                              num_classes: int = NUM_CLASSES, channels: int = 3) -> float:
-  """Matmul FLOPs of one image through a plain pre-norm ViT (CLS token),
-  forward + backward = 3 x forward (the backward pass does two matmuls per
-  forward one). Per block: Q, K, V and out projections 2·T·4D², MLP 2·T·2DM,
+  """Matmul FLOPs of one image through a plain pre-norm ViT (CLS token) in
+  one train step: forward + backward = 3 x forward (the backward pass does two
+  matmuls per forward one), except the patch embedding's 2 x (no image
+  gradient). Per block: Q, K, V and out projections 2·T·4D², MLP 2·T·2DM,
   scores and value mixing 2·2·T²·D; patch embedding 2·N·p²·C·D; head 2·D·K.
   Norms, softmax, GELU and the optimizer update are not counted (XLA counts
-  them: its figure is a few percent higher). The image gradient is counted
-  though the step needs none."""
+  them: its figure is up to a few percent higher on narrow models)."""
   grid = (image // patch) ** 2
   tokens = grid + 1
   block = 2 * tokens * 4 * width ** 2 + 2 * tokens * 2 * width * mlp + 4 * tokens ** 2 * width
-  forward = depth * block + 2 * grid * patch ** 2 * channels * width + 2 * width * num_classes
-  return 3.0 * forward
+  embedding = 2 * grid * patch ** 2 * channels * width
+  return 3.0 * (depth * block + 2 * width * num_classes) + 2.0 * embedding
 
 
-def build_step(spec: Spec, mesh: jax.sharding.Mesh):
+def build_step(spec: Spec, mesh: jax.sharding.Mesh, num_classes: int = NUM_CLASSES):
   """(model, jitted train step, jitted init, abstract batch): as
   `trainer.sharded_steps` builds them (state donated, batch on "data",
   parameters by `sharding.TENSOR_PARALLEL_RULES`), without importing the
   input pipeline (TensorFlow)."""
-  model = build_model(spec.model_config(), NUM_CLASSES)
+  model = build_model(spec.model_config(), num_classes)
   tx, schedule = make_optimizer(OptimSettings(name="adamw", warmup_steps=100), 10_000)
 
   def init(rng):
@@ -329,10 +329,11 @@ def memory_per_device(compiled) -> dict[str, int] | None:
   return memory
 
 
-def synthetic_batch(spec: Spec, batch_spec) -> dict[str, jax.Array]:
+def synthetic_batch(batch_spec, num_classes: int = NUM_CLASSES) -> dict[str, jax.Array]:
+  """Normal images and uniform labels, placed as `batch_spec` (build_step's) says."""
   key_image, key_label = jax.random.split(jax.random.key(2))
   images = jax.random.normal(key_image, batch_spec["image"].shape, jnp.float32)
-  labels = jax.random.randint(key_label, batch_spec["label"].shape, 0, NUM_CLASSES)
+  labels = jax.random.randint(key_label, batch_spec["label"].shape, 0, num_classes)
   return {"image": jax.device_put(images, batch_spec["image"].sharding),
           "label": jax.device_put(labels, batch_spec["label"].sharding)}
 
@@ -383,7 +384,7 @@ def benchmark(spec: Spec, *, steps_timed: int = 10, warmup: int = 2,
 
   state = init(jax.random.key(0))
   row["num_params"] = int(sum(np.prod(x.shape) for x in jax.tree_util.tree_leaves(state.params)))
-  batch = synthetic_batch(spec, batch_spec)
+  batch = synthetic_batch(batch_spec)
   for _ in range(warmup):
     state, metrics = compiled(state, batch)
   jax.block_until_ready((state, metrics) if warmup else state)
@@ -534,6 +535,13 @@ def machine() -> dict[str, Any]:
               matmul_precision=jax.config.jax_default_matmul_precision)
 
 
+def write_results(rows: Sequence[dict[str, Any]], path: str) -> None:
+  """{"machine": `machine()`, "rows": rows} as JSON at `path`."""
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  with open(path, "w", encoding="utf-8") as f:
+    json.dump(dict(machine=machine(), rows=list(rows)), f, indent=1)
+
+
 # ---------------------------------------------------------------------------
 # Command line.
 # ---------------------------------------------------------------------------
@@ -600,9 +608,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"error: {error}", file=sys.stderr)
     return 2
   out = args.out or os.path.join(RESULTS_DIR, name)
-  os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-  with open(out, "w", encoding="utf-8") as f:
-    json.dump(dict(machine=machine(), rows=rows), f, indent=1)
+  write_results(rows, out)
   print(f"\n{machine()['date']}, {jax.devices()[0].device_kind} x {jax.device_count()}, "
         f"jax {jax.__version__}; memory = argument + output + temp - alias per device; "
         "FLOPs = XLA cost analysis of fwd+bwd+AdamW, loop mode, no remat\n")
