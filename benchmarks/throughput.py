@@ -292,7 +292,8 @@ def build_step(spec: Spec, mesh: jax.sharding.Mesh, num_classes: int = NUM_CLASS
   train_step = jax.jit(
       functools.partial(steps.train_step, model=model, tx=tx, schedule=schedule,
                         base_rng=jax.random.key(1)),
-      in_shardings=(state_sharding, data), out_shardings=(state_sharding, sharding.replicated(mesh)),
+      in_shardings=(state_sharding, data),
+      out_shardings=(state_sharding, sharding.replicated(mesh)),
       donate_argnums=0)
   batch = {"image": jax.ShapeDtypeStruct((spec.batch, spec.image, spec.image, 3), jnp.float32,
                                          sharding=data),
@@ -432,8 +433,8 @@ SWEEP_VARIANTS = {
 # CPU: ViT-Ti and ViT-S widths on 32x32 images in 4x4 patches (65 tokens),
 # 4 blocks; the whole sweep takes a few minutes on 2 cores.
 SWEEP_SIZES_CPU = {
-    "Ti/4 d4": dict(model="Ti/4", image=32, depth=4, batch=64, dtype="float32"),
-    "S/4 d4": dict(model="S/4", image=32, depth=4, batch=32, dtype="float32"),
+    "Ti/4-d4": dict(model="Ti/4", image=32, depth=4, batch=64, dtype="float32"),
+    "S/4-d4": dict(model="S/4", image=32, depth=4, batch=32, dtype="float32"),
 }
 # GPU/TPU: the real models at 224 in bfloat16; batch per device, halved until it fits.
 SWEEP_SIZES_ACCELERATOR = {
@@ -504,7 +505,10 @@ def table_line(row: dict[str, Any]) -> str:
   mode = spec["encoder_mode"] + ("+remat" if spec["remat"] else "")
   if spec["implementation"] != "auto":
     mode += f" {spec['implementation']}"
-  cells = [row.get("size", spec["model"]), row["variant"], mode, spec["dtype"], str(spec["batch"]),
+  overrides = [f"{k}={spec[k]}" for k in ("patch", "width", "depth", "heads", "mlp")
+               if spec[k] is not None]
+  size = row.get("size") or spec["model"] + (f" ({', '.join(overrides)})" if overrides else "")
+  cells = [size, row["variant"], mode, spec["dtype"], str(spec["batch"]),
            f"{row['compile_s']:.1f}"]
   if row.get("does_not_fit"):
     cells += ["does not fit"] + [""] * 2
@@ -610,8 +614,11 @@ def main(argv: Sequence[str] | None = None) -> int:
   out = args.out or os.path.join(RESULTS_DIR, name)
   write_results(rows, out)
   print(f"\n{machine()['date']}, {jax.devices()[0].device_kind} x {jax.device_count()}, "
-        f"jax {jax.__version__}; memory = argument + output + temp - alias per device; "
-        "FLOPs = XLA cost analysis of fwd+bwd+AdamW, loop mode, no remat\n")
+        f"jax {jax.__version__}. GiB/dev: argument + output + temp - alias of the compiled "
+        "step. GFLOP/img: XLA cost analysis of fwd + bwd + AdamW (encoder looped, no remat). "
+        "XLA/analytic: that over the matmul count of a plain ViT of the same shape "
+        "(variants without Q/K projections, e.g. quadratic, sit below 1). MFU: against the "
+        "device kind's peak (n/a: kind not in PEAKS, e.g. a CPU; see --peak_tflops).\n")
   print(markdown_table(rows))
   print(f"\nwrote {out}")
   return 0

@@ -35,9 +35,10 @@ def test_harness_reports_every_field(tiny_row):
 
 
 def test_mfu_comes_from_the_peak_table(tiny_row):
-  assert tiny_row["peak_tflops_per_device"] == 197.0   # TPU v5e, bf16 peak (float32 at
-  expected = tiny_row["flops_per_image"] * tiny_row["images_per_s"] / (8 * 197e12)  # default
-  assert tiny_row["mfu"] == pytest.approx(expected)                                # precision)
+  # TPU v5e: float32 matmuls at jax's default precision run at the bf16 peak.
+  assert tiny_row["peak_tflops_per_device"] == 197.0
+  expected = tiny_row["flops_per_image"] * tiny_row["images_per_s"] / (8 * 197e12)
+  assert tiny_row["mfu"] == pytest.approx(expected)
   assert tiny_row["peak_source"] == "cloud.google.com/tpu/docs/v5e"
   assert "%" in throughput.table_line(tiny_row)
 
@@ -76,7 +77,8 @@ def test_peaks_per_dtype_and_precision():
 def test_unknown_device_kind_gives_no_mfu():
   assert throughput.peak_tflops("cpu", "float32") is None
   assert throughput.mfu(1e9, 100.0, 1, None) is None
-  row = dict(spec=dataclasses.asdict(throughput.Spec()), variant="dot_product", compile_s=1.0, step_ms=10.0,
+  row = dict(spec=dataclasses.asdict(throughput.Spec()), variant="dot_product",
+             compile_s=1.0, step_ms=10.0,
              images_per_s=800.0, images_per_s_per_device=800.0,
              memory_bytes_per_device=None, flops_per_image=1e9,
              flops_ratio_xla_to_analytic=1.0, mfu=None)
