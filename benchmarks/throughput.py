@@ -199,6 +199,7 @@ class Spec:
     implementation: `model.attention.implementation`, one of IMPLEMENTATIONS.
     feat_scale: FeatScale on every block (paper 000).
     value_output: `model.attention.value_output` (paper 003's eigen modes).
+    mlp_activation: `model.block.mlp_activation` (None = the Block's default).
     encoder_mode: "scan" or "loop"; remat: rematerialise each block.
     dtype: compute dtype (parameters stay float32).
     batch: global batch (split over all devices).
@@ -218,6 +219,7 @@ class Spec:
   remat: bool = False
   dtype: str = "float32"
   batch: int = 128
+  mlp_activation: str | None = None
 
   def check(self) -> None:
     """Raises ValueError (one line naming the option and the choices)."""
@@ -243,8 +245,10 @@ class Spec:
     attention = dict(name=self.attention, implementation=self.implementation)
     if self.value_output != "standard":
       attention["value_output"] = self.value_output
-    return dict(fields, attention=attention,
-                block=dict(feat_scale=True) if self.feat_scale else {},
+    block = dict(feat_scale=True) if self.feat_scale else {}
+    if self.mlp_activation is not None:
+      block["mlp_activation"] = self.mlp_activation
+    return dict(fields, attention=attention, block=block,
                 encoder_mode=self.encoder_mode, remat=self.remat, dtype=self.dtype)
 
   def label(self) -> str:
@@ -254,6 +258,8 @@ class Spec:
       parts.append("feat_scale")
     if self.value_output != "standard":
       parts.append(f"value_output={self.value_output}")
+    if self.mlp_activation is not None:
+      parts.append(self.mlp_activation)
     return "+".join(parts)
 
 
@@ -459,9 +465,10 @@ def _pick(names: Sequence[str] | None, valid: dict, option: str) -> list[str]:
 
 
 def sweep(args, overrides: dict[str, Any]) -> list[dict[str, Any]]:
-  """Every variant x size (filtered by --variants / --sizes); on an
-  accelerator the per-device batch is halved until the step fits 90% of the
-  device's memory (`bytes_limit` of its allocator)."""
+  """Every variant x size (filtered by --variants / --sizes), with the flags
+  given (`overrides`: --batch is then the global batch of every row); on an
+  accelerator the batch is halved until the step fits 90% of the device's
+  memory (`bytes_limit` of its allocator)."""
   backend = jax.default_backend()
   sizes = sweep_sizes(backend)
   rows = []
@@ -469,7 +476,7 @@ def sweep(args, overrides: dict[str, Any]) -> list[dict[str, Any]]:
   for size in _pick(args.sizes, sizes, "sizes"):
     for variant in _pick(args.variants, SWEEP_VARIANTS, "variants"):
       fields = dict(sizes[size], **SWEEP_VARIANTS[variant], **overrides)
-      if backend != "cpu":
+      if backend != "cpu" and "batch" not in overrides:  # per device -> global
         fields["batch"] = fields["batch"] * jax.device_count()
       while True:
         spec = Spec(**fields)
@@ -597,8 +604,10 @@ def main(argv: Sequence[str] | None = None) -> int:
   try:
     if args.sweep:
       overrides = {k: getattr(args, k) for k in ("encoder_mode", "implementation")}
-      overrides.update({k: v for k, v in dict(remat=args.remat, dtype=args.dtype,
-                                              image=args.image).items() if v})
+      given = dict(remat=args.remat, dtype=args.dtype, image=args.image, batch=args.batch,
+                   patch=args.patch, width=args.width, depth=args.depth, heads=args.heads,
+                   mlp=args.mlp)
+      overrides.update({k: v for k, v in given.items() if v})
       print(f"sweep on {jax.default_backend()} ({jax.devices()[0].device_kind} x "
             f"{jax.device_count()})\n" + markdown_table([]), flush=True)
       rows = sweep(args, overrides)

@@ -49,6 +49,8 @@ SHAPE = dict(image=32, patch=4, width=192, depth=12, heads=3, mlp=768, num_class
 OURS = {
     "dot_product/scan": dict(),
     "dot_product/loop": dict(encoder_mode="loop"),
+    # timm's GELU (exact, erf); ours defaults to the tanh form (big_vision's).
+    "dot_product+gelu_erf/scan": dict(mlp_activation="gelu_erf"),
     "attn_scale/scan": dict(attention="attn_scale"),
     "feat_scale/scan": dict(feat_scale=True),
     "cosine/scan": dict(attention="cosine"),
