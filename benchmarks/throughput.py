@@ -451,6 +451,10 @@ SWEEP_SIZES_ACCELERATOR = {
 }
 
 
+# Timed steps per row of a CPU sweep (the whole sweep in a few minutes on 2 cores).
+CPU_SWEEP_STEPS = 6
+
+
 def sweep_sizes(backend: str) -> dict[str, dict[str, Any]]:
   return SWEEP_SIZES_CPU if backend == "cpu" else SWEEP_SIZES_ACCELERATOR
 
@@ -480,7 +484,9 @@ def sweep(args, overrides: dict[str, Any]) -> list[dict[str, Any]]:
         fields["batch"] = fields["batch"] * jax.device_count()
       while True:
         spec = Spec(**fields)
-        row = benchmark(spec, steps_timed=args.steps, warmup=args.warmup, peak=args.peak_tflops,
+        steps_timed = args.steps if args.steps is not None else (
+            CPU_SWEEP_STEPS if backend == "cpu" else 10)
+        row = benchmark(spec, steps_timed=steps_timed, warmup=args.warmup, peak=args.peak_tflops,
                         memory_limit=None if limit is None else int(0.9 * limit))
         if not row.get("does_not_fit") or spec.batch <= jax.device_count():
           break
@@ -575,7 +581,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
   parser.add_argument("--dtype", help=f"compute dtype, one of {list(DTYPES)} "
                       "(default: float32 on CPU, bfloat16 elsewhere)")
   parser.add_argument("--batch", type=int, help="global batch (default: 128 on CPU, 256 elsewhere)")
-  parser.add_argument("--steps", type=int, default=10, help="timed steps (median reported)")
+  parser.add_argument("--steps", type=int, help="timed steps, median reported (default: 10; "
+                      f"{CPU_SWEEP_STEPS} per row of a CPU sweep)")
   parser.add_argument("--warmup", type=int, default=2, help="untimed steps after the compile")
   parser.add_argument("--peak_tflops", type=float,
                       help="peak TFLOP/s of one device, for a device kind not in PEAKS")
@@ -614,7 +621,8 @@ def main(argv: Sequence[str] | None = None) -> int:
       name = f"throughput_sweep_{jax.default_backend()}.json"
     else:
       spec = single_spec(args)
-      rows = [benchmark(spec, steps_timed=args.steps, warmup=args.warmup,
+      steps_timed = 10 if args.steps is None else args.steps
+      rows = [benchmark(spec, steps_timed=steps_timed, warmup=args.warmup,
                         peak=args.peak_tflops)]
       name = f"throughput_{jax.default_backend()}.json"
   except ValueError as error:
