@@ -235,12 +235,16 @@ def main(argv=None) -> int:
       print(f"torch.compile did not work here: {type(error).__name__}: "
             f"{str(error).splitlines()[0] if str(error) else ''}", flush=True)
   runners += [ours(name, OURS[name], args.batch) for name in args.ours]
-  for r in runners:
-    print(f"  built {r.name:20s} {r.num_params:,} parameters, setup {r.setup_s:.1f} s",
-          flush=True)
   params = {r.name: r.num_params for r in runners}
-  if len(set(params.values())) != 1:
-    print(f"warning: parameter counts differ: {params}", flush=True)
+  for r in runners:
+    extra = r.num_params - params[TIMM]
+    print(f"  built {r.name:26s} {r.num_params:,} parameters"
+          + (f" ({extra:+,} the variant adds)" if extra else "")
+          + f", setup {r.setup_s:.1f} s", flush=True)
+  # The plain model must be timm's, parameter for parameter.
+  differ = {n: c for n, c in params.items() if n.startswith("dot_product") and c != params[TIMM]}
+  if differ:
+    print(f"warning: parameter counts differ from timm's {params[TIMM]:,}: {differ}", flush=True)
 
   by_name = {r.name: r for r in runners}
   times: dict[str, list[float]] = {r.name: [] for r in runners}
