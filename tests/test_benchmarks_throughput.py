@@ -48,7 +48,7 @@ def test_flops_per_image_match_the_analytic_count():
   matmul count of a plain ViT at ViT-Ti width (norms, softmax, GELU and the
   update are the difference); a scanned, rematerialised encoder is counted as
   the loop (every block once, nothing recomputed): counted from the scan, two
-  blocks would count as one (ratio ~0.55), and remat would add a forward."""
+  blocks would count as one (about half), and remat would add a forward."""
   spec = throughput.Spec(model="Ti/4", image=32, depth=2, batch=8, encoder_mode="scan",
                          remat=True)
   mesh = throughput.sharding.make_mesh(throughput.sharding.MeshSettings())
