@@ -479,7 +479,7 @@ def sweep(args, overrides: dict[str, Any]) -> list[dict[str, Any]]:
   limit = (jax.devices()[0].memory_stats() or {}).get("bytes_limit")
   for size in _pick(args.sizes, sizes, "sizes"):
     for variant in _pick(args.variants, SWEEP_VARIANTS, "variants"):
-      fields = dict(sizes[size], **SWEEP_VARIANTS[variant], **overrides)
+      fields = {**sizes[size], **SWEEP_VARIANTS[variant], **overrides}
       if backend != "cpu" and "batch" not in overrides:  # per device -> global
         fields["batch"] = fields["batch"] * jax.device_count()
       while True:
