@@ -23,6 +23,9 @@ has its own intra-op thread pool (Eigen), sized by XLA to the machine's
 cores (2 here); jax has no per-process thread-count setting short of
 `taskset`, so on a bigger machine pin the process (`taskset -c 0,1`) to
 compare like with like. No XLA flag is set (none that changes numerics).
+Measure on a quiet machine: under other load PyTorch's OpenMP threads lose
+far more than XLA's pool (on the shared CPU, load 7-9, timm's step varied
+13-22 s while ours in loop mode held 9.8-10.2 s), which flatters ours.
 
   PYTHONPATH=. /work/torchenv/bin/python benchmarks/vs_timm.py      # ~5-6 min on 2 quiet cores
   PYTHONPATH=. python benchmarks/vs_timm.py --rounds=3 --torch_compile
