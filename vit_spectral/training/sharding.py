@@ -8,10 +8,11 @@
          optimizer state and EMA are sharded over it (fully sharded data
          parallel, ZeRO-3): each leaf along its largest dimension divisible by
          the fsdp size (`fsdp_spec`; never the scanned encoder's leading depth
-         axis, never a dimension already on "model"). XLA gathers a layer's
-         weights where the layer uses them, inside the scanned encoder's loop,
-         and reduce-scatters its gradients there. E.g. ViT-L/16 on 8 devices:
-         `config.mesh = dict(data=-1, fsdp=8)`.
+         axis, never a dimension already on "model"; leaves with no such
+         dimension stay replicated). XLA gathers a layer's weights where the
+         layer runs, inside the scanned encoder's loop, and reduces and
+         re-shards its gradients there (`blocks_split_by_batch`). E.g.
+         ViT-L/16 on 8 devices: `config.mesh = dict(data=-1, fsdp=8)`.
   model  tensor parallel over heads and the MLP's hidden units (Megatron).
 
 Tensor-parallel placement follows `config.sharding_rules`: a list of (regex on
@@ -250,7 +251,8 @@ def blocks_split_by_batch(mesh: Mesh) -> Iterator[None]:
   This is what makes "fsdp" fully sharded data parallel: with the stream
   split by batch, XLA gathers each layer's weights where the layer runs,
   inside the scanned encoder's loop (forward and backward), and reduces its
-  gradient there. Without it XLA's propagation reads the weights' "fsdp"
+  gradient there (an all-reduce and a slice on CPU, a reduce-scatter where
+  XLA forms one). Without it XLA's propagation reads the weights' "fsdp"
   split as a split of the width: it gathers the batch over "fsdp" and sums
   partial matmuls (tensor parallel over the width, the input batch gathered
   whole). On a data/model mesh the pinned layout is the one XLA picks anyway.
