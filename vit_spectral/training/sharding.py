@@ -7,12 +7,12 @@
   fsdp   batch parallel too (batches split over data × fsdp), and parameters,
          optimizer state and EMA are sharded over it (fully sharded data
          parallel, ZeRO-3): each leaf along its largest dimension divisible by
-         the fsdp size (`fsdp_spec`; never the scanned encoder's leading depth
-         axis, never a dimension already on "model"; leaves with no such
-         dimension stay replicated). XLA gathers a layer's weights where the
-         layer runs, inside the scanned encoder's loop, and reduces and
-         re-shards its gradients there (`blocks_split_by_batch`). E.g.
-         ViT-L/16 on 8 devices: `config.mesh = dict(data=-1, fsdp=8)`.
+         the fsdp size (`fsdp_spec`: never the scanned encoder's leading depth
+         axis, a dimension already on "model" only when no other fits; a leaf
+         with no such dimension stays replicated). XLA gathers a layer's
+         weights where the layer runs, inside the scanned encoder's loop, and
+         reduces and re-shards its gradients there (`blocks_split_by_batch`).
+         E.g. ViT-L/16 on 8 devices: `config.mesh = dict(data=-1, fsdp=8)`.
   model  tensor parallel over heads and the MLP's hidden units (Megatron).
 
 Tensor-parallel placement follows `config.sharding_rules`: a list of (regex on
@@ -205,25 +205,35 @@ def _spec_axes(entry) -> tuple[str, ...]:
 
 def fsdp_spec(name: str, shape: tuple[int, ...], spec: P, mesh: Mesh) -> P:
   """`spec` with the "fsdp" axis added on the largest dimension of `shape`
-  that is divisible by its size (the first such, on a tie).
+  that `spec` leaves unsharded and the fsdp size divides (the first such, on
+  a tie).
 
   Never the leading depth axis of a scanned encoder's parameter (`name`
   under "encoderblock" or "encoderblock_segment{k}": the scan takes one
-  layer per step, and each step gathers that layer), and never a dimension
-  that `spec` already shards (over "model"). A leaf with no such dimension
-  (scalars, odd sizes) stays replicated over "fsdp"; so does every leaf when
-  the mesh has no "fsdp" axis or it has size 1, or when `spec` already names
-  "fsdp" (a custom rule placed it).
+  layer per step, and each step gathers that layer). Only where no
+  unsharded dimension fits (e.g. fc1's bias, (depth, M) with M on "model")
+  does "fsdp" join a dimension's "model" entry, ("model", "fsdp"), if that
+  dimension divides by both sizes. A leaf with neither (scalars, odd sizes)
+  stays replicated over "fsdp"; so does every leaf when the mesh has no
+  "fsdp" axis or it has size 1, or when `spec` already names "fsdp" (a
+  custom rule placed it).
   """
   size = dict(mesh.shape).get(FSDP_AXIS, 1)
   if size == 1 or any(FSDP_AXIS in _spec_axes(entry) for entry in spec):
     return spec
   entries = list(spec) + [None] * (len(shape) - len(spec))
-  first = 1 if is_scanned_path(name) else 0
-  free = [d for d in range(first, len(shape)) if entries[d] is None and shape[d] % size == 0]
-  if not free:
+  dims = range(1 if is_scanned_path(name) else 0, len(shape))
+  split = {d: int(np.prod([mesh.shape[a] for a in _spec_axes(entries[d])])) for d in dims}
+  free = [d for d in dims if entries[d] is None and shape[d] % size == 0]
+  shared = [d for d in dims if entries[d] is not None and shape[d] % (split[d] * size) == 0]
+  if not free and not shared:
     return spec
-  entries[max(free, key=lambda d: (shape[d], -d))] = FSDP_AXIS
+  largest = lambda d: (shape[d], -d)  # noqa: E731
+  if free:
+    entries[max(free, key=largest)] = FSDP_AXIS
+  else:
+    d = max(shared, key=largest)
+    entries[d] = (*_spec_axes(entries[d]), FSDP_AXIS)
   return P(*entries)
 
 
