@@ -16,6 +16,7 @@ import optax
 import pytest
 from jax.sharding import PartitionSpec as P
 
+from vit_spectral.attention import registered_attentions
 from vit_spectral.configs import common
 from vit_spectral.models import build_model
 from vit_spectral.training import optim, sharding, steps
@@ -78,7 +79,8 @@ def run_two_steps(mesh, initial=None):
   data = sharding.batch_sharding(mesh)
   step = jax.jit(sharding.split_blocks_by_batch(functools.partial(
       steps.train_step, model=model, tx=tx, schedule=schedule, base_rng=jax.random.key(1)), mesh),
-      in_shardings=(state_sharding, data), out_shardings=(state_sharding, sharding.replicated(mesh)))
+      in_shardings=(state_sharding, data),
+      out_shardings=(state_sharding, sharding.replicated(mesh)))
   rng = np.random.default_rng(0)
   local = {"image": rng.standard_normal((16, 8, 8, 1)).astype(np.float32),
            "label": rng.integers(0, 10, 16).astype(np.int32)}
@@ -103,7 +105,8 @@ def all_gathers(hlo: str) -> tuple[set[str], set[str]]:
   calls = {c: set(re.findall(r"(?:body|condition|calls|to_apply)=%([\w.\-]+)", "\n".join(lines)))
            for c, lines in computations.items()}
   in_loop = set()
-  todo = [b for lines in computations.values() for b in re.findall(r"body=%([\w.\-]+)", "\n".join(lines))]
+  todo = [body for lines in computations.values()
+          for body in re.findall(r"body=%([\w.\-]+)", "\n".join(lines))]
   while todo:
     c = todo.pop()
     if c not in in_loop:
@@ -169,7 +172,8 @@ def test_vit_l16_state_per_device_falls_8x_with_fsdp():
     mesh = sharding.make_mesh(mesh_shape)
     shardings = sharding.tree_shardings(abstract, mesh)
     state = jax.tree_util.tree_map(
-        lambda leaf, s: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=s), abstract, shardings)
+        lambda leaf, s: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=s),
+        abstract, shardings)
     compiled = jax.jit(update, in_shardings=(shardings,), out_shardings=shardings,
                        donate_argnums=0).lower(state).compile()
     return compiled.memory_analysis().argument_size_in_bytes
@@ -197,6 +201,10 @@ def test_fsdp_gathers_each_layers_weights_inside_the_scan(fsdp_4_data_2):
   # embedding (1, T, D), a parameter.
   tokens = {shape for shape in inside | outside if "5" in shape[4:-1].split(",")}
   assert tokens <= {"f32[1,5,16]", "f32[5,16]"}, tokens
+
+
+def test_the_variants_below_cover_every_registered_attention():
+  assert {v["attention"]["name"] for v in VARIANTS.values()} == set(registered_attentions())
 
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))

@@ -7,9 +7,9 @@ module (patch size vs. image size, heads vs. width, block and attention
 options raise there, naming the field) without compiling anything.
 
 Batches against the mesh: the train batch must split evenly over the
-batch-parallel devices (mesh.data × mesh.fsdp) and the processes (the error names the nearest valid
-sizes); the eval batch is rounded up to do so (`round_eval_batch`), which the
-trainer uses through `validate_config`'s result.
+batch-parallel devices (mesh.data × mesh.fsdp) and the processes (the error
+names the nearest valid sizes); the eval batch is rounded up to do so
+(`round_eval_batch`), which the trainer uses through `validate_config`'s result.
 """
 
 from __future__ import annotations
@@ -54,9 +54,9 @@ def batch_unit(mesh: MeshSettings, num_devices: int, process_count: int) -> int:
   settings_lib.require(
       unit % process_count == 0,
       f"config.mesh={mesh.sizes()} puts {unit} devices on the batch axes "
-      f"{_batch_axes(mesh, num_devices)}, which must be a multiple of the {process_count} processes "
-      "(each reads its own rows of the batch): give mesh.data or mesh.fsdp more "
-      "devices or mesh.model fewer")
+      f"{_batch_axes(mesh, num_devices)}, which must be a multiple of the "
+      f"{process_count} processes (each reads its own rows of the batch): give "
+      "mesh.data or mesh.fsdp more devices or mesh.model fewer")
   return unit
 
 
