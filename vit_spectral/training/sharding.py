@@ -253,9 +253,10 @@ def tree_shardings(tree: Any, mesh: Mesh,
 
 @contextlib.contextmanager
 def blocks_split_by_batch(mesh: Mesh) -> Iterator[None]:
-  """While a model is traced in this context, every encoder `Block` pins its
-  carry, the token stream (B, T, D) and any attention state (B, ...), to
-  `batch_sharding(mesh)` on the way in and out (a sharding constraint, through
+  """While a model is traced in this context, every encoder `Block` pins the
+  batch dimension of its carry, the token stream (B, T, D) and any attention
+  state (B, ...), to "data" × "fsdp" on the way in and out, leaving the other
+  dimensions to XLA (a sharding constraint, through
   `flax.linen.intercept_methods`; the model itself knows no mesh).
 
   This is what makes "fsdp" fully sharded data parallel: with the stream
@@ -265,12 +266,16 @@ def blocks_split_by_batch(mesh: Mesh) -> Iterator[None]:
   XLA forms one). Without it XLA's propagation reads the weights' "fsdp"
   split as a split of the width: it gathers the batch over "fsdp" and sums
   partial matmuls (tensor parallel over the width, the input batch gathered
-  whole). On a data/model mesh the pinned layout is the one XLA picks anyway.
+  whole). On a data/model mesh the pinned layout is the one XLA picks anyway
+  (the same compiled collectives and memory).
   """
-  where = batch_sharding(mesh)
+
+  def pin_batch(a):  # the batch dimension split; the others left to XLA
+    spec = P(batch_axes(mesh), *[P.UNCONSTRAINED] * (a.ndim - 1))
+    return jax.lax.with_sharding_constraint(a, NamedSharding(mesh, spec))
 
   def pin(carry):
-    return jax.tree_util.tree_map(lambda a: jax.lax.with_sharding_constraint(a, where), carry)
+    return jax.tree_util.tree_map(pin_batch, carry)
 
   def interceptor(next_fun, args, kwargs, context):
     if not (isinstance(context.module, Block) and context.method_name == "__call__"):
