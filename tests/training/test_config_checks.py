@@ -93,12 +93,16 @@ def test_invalid_values_name_the_field(change, match):
 
 
 @pytest.mark.parametrize("batch,mesh,devices,processes,match", [
-    (100, {}, 16, 1, r"multiple of 16 \(the 16 data-parallel devices .* on 16 devices\); "
+    (100, {}, 16, 1, r"multiple of 16 \(the 16 batch-parallel devices \(mesh.data 16 × "
+                     r"mesh.fsdp 1\) .* on 16 devices\); "
                      "the nearest valid sizes are 96 or 112$"),
     (4, {}, 8, 1, "multiple of 8 .*the nearest valid sizes are 8$"),
-    (30, {"model": 2}, 8, 1, r"multiple of 4 \(the 4 data-parallel devices of "
-                            r"config.mesh=\{'data': -1, 'model': 2\} on 8 devices\); .*28 or 32$"),
-    # 2 processes of 2 devices each: rows split over the data axis and the processes.
+    (30, {"model": 2}, 8, 1, r"multiple of 4 \(the 4 batch-parallel devices \(mesh.data 4 × "
+                            r"mesh.fsdp 1\) of config.mesh=\{'data': -1, 'fsdp': 1, 'model': 2\} on 8 "
+                            r"devices\); .*28 or 32$"),
+    (30, {"data": -1, "fsdp": 4}, 8, 1, r"multiple of 8 \(the 8 batch-parallel devices "
+                                        r"\(mesh.data 2 × mesh.fsdp 4\) .*; .*24 or 32$"),
+    # 2 processes of 2 devices each: rows split over the batch axes and the processes.
     (6, {"data": 4, "model": 1}, 4, 2, "multiple of 4 .* and the 2 processes.*4 or 8$"),
 ])
 def test_a_train_batch_that_does_not_split_names_the_nearest_sizes(batch, mesh, devices,
@@ -116,8 +120,9 @@ def test_a_data_axis_that_does_not_span_the_processes_is_refused():
   # across processes that each hold different rows.
   settings = training_settings(digits_vit.get_config())
   mesh = dataclasses.replace(settings.mesh, data=1, model=4)
-  with pytest.raises(ValueError, match=r"^config.mesh=\{'data': 1, 'model': 4\} puts 1 "
-                     "devices on the data axis, which must be a multiple of the 2 processes"):
+  with pytest.raises(ValueError, match=r"^config.mesh=\{'data': 1, 'fsdp': 1, 'model': 4\} puts "
+                     r"1 devices on the batch axes \(mesh.data 1 × mesh.fsdp 1\), which must be "
+                     "a multiple of the 2 processes"):
     config_checks.check_train_batch(settings.input, mesh, 4, 2)
 
 
@@ -128,8 +133,9 @@ def test_the_eval_batch_is_rounded_up_to_the_mesh_and_logged(caplog):
     sections = config_checks.validate_config(config)
   assert sections.input.eval_batch_size == 256
   assert [r.getMessage() for r in caplog.records if "eval_batch_size" in r.getMessage()] == [
-      "input.eval_batch_size=250 rounded up to 256, a multiple of the 8 data-parallel "
-      "devices of config.mesh={'data': -1, 'model': 1} on 8 devices (the padding is "
+      "input.eval_batch_size=250 rounded up to 256, a multiple of the 8 batch-parallel "
+      "devices (mesh.data 8 × mesh.fsdp 1) of config.mesh={'data': -1, 'fsdp': 1, "
+      "'model': 1} on 8 devices (the padding is "
       "masked: every example counts once)"]
   assert config_checks.validate_config(config, num_devices=2).input.eval_batch_size == 250
   settings = training_settings(config)

@@ -6,8 +6,8 @@ The dry runs go in two subprocesses (one per core) with 16 fake CPU devices
 (this file run as a script), meshes on the first n of them: compiled on 16,
 planned (every check that depends on the device count) on 1, 2, 4 and 8. Only depth (1 block) and image size (at
 most 32²) are shrunk, for compile time; batches and meshes are the recipes'.
-No shipped recipe sets a model axis (config.mesh.model is 1 in all): DeiT-S is
-also compiled on a (data 8, model 2) mesh.
+No shipped recipe sets a model or fsdp axis (config.mesh.model and .fsdp are 1
+in all): DeiT-S is also compiled on a (data 4, fsdp 2, model 2) mesh.
 """
 
 import json
@@ -62,11 +62,11 @@ def dry_run_recipes(shard: int, num_shards: int):
       except Exception as e:  # noqa: BLE001 - reported to the test, which fails
         row.update(error=repr(e))
       print(json.dumps(row), flush=True)
-  if shard == 0:  # one tensor-parallel compile: DeiT-S on a (data 8, model 2) mesh
+  if shard == 0:  # one compile with every axis: DeiT-S on a (data 4, fsdp 2, model 2) mesh
     config = shrunk_config(TENSOR_PARALLEL_RECIPE)
-    config.mesh.model = 2
+    config.mesh.fsdp = config.mesh.model = 2
     report = dry_run.dry_run(config, jax.devices()[:16])
-    print(json.dumps(dict(name=TENSOR_PARALLEL_RECIPE, devices="16 model 2",
+    print(json.dumps(dict(name=TENSOR_PARALLEL_RECIPE, devices="16 fsdp 2 model 2",
                           mesh=report.mesh_shape, memory=report.memory)), flush=True)
 
 
@@ -105,6 +105,7 @@ def test_every_recipe_passes_the_dry_run_on_1_to_16_devices(every_recipe_report)
   assert not errors, errors
   for (name, count), row in rows.items():
     data = row["mesh"]["data"]
+    assert row["mesh"]["fsdp"] == 1  # the recipes' default
     assert data * row["mesh"]["model"] == count
     assert row["batch"] % data == 0 and row["eval_batch"] % data == 0, (name, count)
     one = rows[(name, 1)]
@@ -119,13 +120,14 @@ def test_every_recipe_passes_the_dry_run_on_1_to_16_devices(every_recipe_report)
     assert compiled["memory"]["total"] >= compiled["memory"]["argument"], name
 
 
-def test_a_model_axis_compiles_and_splits_the_parameters(every_recipe_report):
+def test_model_and_fsdp_axes_compile_and_split_the_parameters(every_recipe_report):
   rows, _ = every_recipe_report
-  tensor_parallel = rows[(TENSOR_PARALLEL_RECIPE, "16 model 2")]
-  assert tensor_parallel["mesh"] == {"data": 8, "model": 2}
-  # Heads and MLP units split over "model": less per device than data parallel.
+  split = rows[(TENSOR_PARALLEL_RECIPE, "16 fsdp 2 model 2")]
+  assert split["mesh"] == {"data": 4, "fsdp": 2, "model": 2}
+  # Heads and MLP units split over "model", every parameter and its optimizer
+  # state over "fsdp": under half the data-parallel state per device.
   data_parallel = rows[(TENSOR_PARALLEL_RECIPE, 16)]
-  assert tensor_parallel["memory"]["argument"] < data_parallel["memory"]["argument"]
+  assert split["memory"]["argument"] < data_parallel["memory"]["argument"] / 2
 
 
 def test_the_16_device_eval_batches_are_rounded_up(every_recipe_report):

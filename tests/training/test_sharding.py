@@ -1,5 +1,5 @@
 """A train step on 8 devices (data and tensor parallel) equals the 1-device step;
-checkpoints written on one mesh restore onto another."""
+checkpoints written on one mesh restore onto another (fsdp included)."""
 
 import functools
 
@@ -72,7 +72,7 @@ def test_sharded_steps_match_one_device(single_device_result, mesh_shape):
   assert heads_per_shard == {4 // mesh_shape["model"]}
 
 
-def test_checkpoint_from_a_2x4_mesh_restores_onto_an_8_device_mesh(tmp_path):
+def test_checkpoint_from_a_2x4_mesh_restores_onto_an_fsdp_mesh(tmp_path):
   mesh_a = sharding.make_mesh({"data": 2, "model": 4})
   state, step, abstract, _ = make_step(mesh_a)
   state, _ = step(state, batch(mesh_a))
@@ -80,13 +80,17 @@ def test_checkpoint_from_a_2x4_mesh_restores_onto_an_8_device_mesh(tmp_path):
   ckpt.save(1, state)
   ckpt.wait_until_finished()
 
-  mesh_b = sharding.make_mesh({"data": 8, "model": 1})
+  # Parameters and optimizer state sharded over "fsdp" (orbax reads each
+  # device's slice straight into the target sharding).
+  mesh_b = sharding.make_mesh({"data": 2, "fsdp": 4})
   shardings_b = sharding.tree_shardings(abstract, mesh_b)
   restored = checkpointing.Checkpointer(str(tmp_path), save_every=1).restore(1, abstract, shardings_b)
   chex.assert_trees_all_equal(jax.device_get(restored), jax.device_get(state))
+  chex.assert_trees_all_equal(jax.tree_util.tree_map(lambda a: a.sharding, restored), shardings_b)
   kernel = restored.params["encoder"]["encoderblock"]["mlp"]["fc1"]["kernel"]
-  assert kernel.sharding == NamedSharding(mesh_b, P(None, None, "model"))
-  assert kernel.sharding.mesh.shape == {"data": 8, "model": 1}
+  assert kernel.sharding == NamedSharding(mesh_b, P(None, "fsdp", "model"))
+  assert kernel.sharding.mesh.shape == {"data": 2, "fsdp": 4, "model": 1}
+  assert {s.data.shape for s in kernel.addressable_shards} == {(2, 32 // 4, 64)}
 
 
 @pytest.mark.parametrize("mesh,match", [

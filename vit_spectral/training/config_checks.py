@@ -7,9 +7,9 @@ module (patch size vs. image size, heads vs. width, block and attention
 options raise there, naming the field) without compiling anything.
 
 Batches against the mesh: the train batch must split evenly over the
-data-parallel devices and the processes (the error names the nearest valid
-sizes); the eval batch is rounded up to do so (`round_eval_batch`), which the
-trainer uses through `validate_config`'s result.
+batch-parallel devices (mesh.data × mesh.fsdp) and the processes (the error
+names the nearest valid sizes); the eval batch is rounded up to do so
+(`round_eval_batch`), which the trainer uses through `validate_config`'s result.
 """
 
 from __future__ import annotations
@@ -40,34 +40,43 @@ def validate_model(model_config, image_size: int, channels: int = 3) -> None:
 
 
 def batch_unit(mesh: MeshSettings, num_devices: int, process_count: int) -> int:
-  """What every global batch must be a multiple of: the data-parallel size of
-  `mesh` on `num_devices` devices, itself a multiple of the process count (each
-  process reads batch // process_count rows onto its own devices).
+  """What every global batch must be a multiple of: the batch-parallel size
+  of `mesh` on `num_devices` devices (mesh.data × mesh.fsdp), itself a
+  multiple of the process count (each process reads batch // process_count
+  rows onto its own devices).
 
   Raises:
-    ValueError: the "data" axis does not span the processes (each process's
+    ValueError: the batch axes do not span the processes (each process's
       rows must land on its own devices: a batch replicated across processes
       would silently hold different rows on each).
   """
-  data = mesh.shape(num_devices)[0]
+  unit = mesh.batch_parallel(num_devices)
   settings_lib.require(
-      data % process_count == 0,
-      f"config.mesh={mesh.sizes()} puts {data} devices on the data axis, which "
-      f"must be a multiple of the {process_count} processes (each reads its own "
-      "rows of the batch): give the data axis more devices or the model axis fewer")
-  return data
+      unit % process_count == 0,
+      f"config.mesh={mesh.sizes()} puts {unit} devices on the batch axes "
+      f"{_batch_axes(mesh, num_devices)}, which must be a multiple of the "
+      f"{process_count} processes (each reads its own rows of the batch): give "
+      "mesh.data or mesh.fsdp more devices or mesh.model fewer")
+  return unit
+
+
+def _batch_axes(mesh: MeshSettings, num_devices: int) -> str:
+  """E.g. "(mesh.data 2 × mesh.fsdp 4)": the batch-parallel axes' sizes."""
+  sizes = dict(zip(mesh.sizes(), mesh.shape(num_devices)))
+  return f"(mesh.data {sizes['data']} × mesh.fsdp {sizes['fsdp']})"
 
 
 def _unit_reason(mesh: MeshSettings, num_devices: int, process_count: int) -> str:
-  reason = (f"the {mesh.shape(num_devices)[0]} data-parallel devices of "
-            f"config.mesh={mesh.sizes()} on {num_devices} devices")
+  reason = (f"the {mesh.batch_parallel(num_devices)} batch-parallel devices "
+            f"{_batch_axes(mesh, num_devices)} of config.mesh={mesh.sizes()} on "
+            f"{num_devices} devices")
   return reason + (f" and the {process_count} processes" if process_count > 1 else "")
 
 
 def check_train_batch(input_config: InputSettings, mesh: MeshSettings,
                       num_devices: int, process_count: int) -> None:
-  """Raises ValueError unless input.batch_size splits evenly, naming the
-  nearest valid sizes."""
+  """Raises ValueError unless input.batch_size splits evenly over
+  mesh.data × mesh.fsdp (and the processes), naming the nearest valid sizes."""
   unit = batch_unit(mesh, num_devices, process_count)
   size = input_config.batch_size
   if size % unit:

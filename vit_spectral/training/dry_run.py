@@ -7,7 +7,7 @@ without data, without writing anything, in the time of one compile.
   plan(config, devices)                           # device-count checks only
 
 Steps: the trainer's own `trainer.set_up` (`config_checks.validate_config`:
-every field, the train batch must split over the data-parallel devices, the
+every field, the train batch must split over the batch-parallel devices, the
 eval batch is rounded up; the mesh on the devices; the data set's classes,
 channels and split sizes from `input_pipeline.planned_meta`: TFDS builder
 features and the shipped split sizes, nothing read, prepared or downloaded;
@@ -39,8 +39,8 @@ class DryRunReport:
   """What one compile of the sharded train step tells about a config.
 
   Attributes:
-    mesh_shape: {"data": d, "model": m}.
-    batch_size: global train batch B (rows per device: B / d).
+    mesh_shape: {"data": d, "fsdp": f, "model": m}.
+    batch_size: global train batch B (rows per device: B / (d·f)).
     eval_batch_size: global eval batch, rounded up to fit the mesh.
     meta: the data set as the model sees it (`input_pipeline.planned_meta`).
     total_steps: the run's optimizer steps (epochs converted).
@@ -94,7 +94,7 @@ def _gib(num_bytes: int) -> str:
 
 def abstract_batch(batch_size: int, image_shape: tuple[int, ...],
                    mesh: jax.sharding.Mesh) -> dict[str, jax.ShapeDtypeStruct]:
-  """The train batch as ShapeDtypeStructs split over "data": {"image":
+  """The train batch as ShapeDtypeStructs split over "data" × "fsdp": {"image":
   (B, H, W, C) float32, "label": (B,) int32}."""
   data = sharding.batch_sharding(mesh)
   return {"image": jax.ShapeDtypeStruct((batch_size, *image_shape), jnp.float32,

@@ -1,38 +1,96 @@
 """The device mesh and how the train state and batches are laid out on it.
 
-`config.mesh` (`MeshSettings`) names the axis sizes: `data` (batch parallel) and
-`model` (tensor parallel over heads and the MLP's hidden units); one of them may
-be -1 (all the remaining devices). Parameters are placed by `config.sharding_rules`: a list of
-(regex on the parameter path, partition spec of the *trailing* dimensions);
-leading dimensions (the scanned encoder's depth axis) are not sharded, and leaves
-no rule matches are replicated. Optimizer moments match the same rules because
-their paths end with the parameter path.
+`config.mesh` (`MeshSettings`) names the axis sizes of a ("data", "fsdp",
+"model") mesh; one of them may be -1 (all the remaining devices):
+
+  data   batch parallel: parameters replicated.
+  fsdp   batch parallel too (batches split over data × fsdp), and parameters,
+         optimizer state and EMA are sharded over it (fully sharded data
+         parallel, ZeRO-3): each leaf along its largest dimension divisible by
+         the fsdp size (`fsdp_spec`: never the scanned encoder's leading depth
+         axis, a dimension already on "model" only when no other fits; a leaf
+         with no such dimension stays replicated). XLA gathers a layer's
+         weights where the layer runs, inside the scanned encoder's loop, and
+         reduces and re-shards its gradients there (`blocks_split_by_batch`).
+         E.g. ViT-L/16 on 8 devices: `config.mesh = dict(data=-1, fsdp=8)`.
+  model  tensor parallel over heads and the MLP's hidden units (Megatron).
+
+Tensor-parallel placement follows `config.sharding_rules`: a list of (regex on
+the parameter path, partition spec of the *trailing* dimensions); leading
+dimensions (the scanned encoder's depth axis) are not sharded, and leaves no
+rule matches are replicated over "model" (`TENSOR_PARALLEL_RULES` names every
+parameter of the paper variants that may split with the heads). Optimizer
+moments and EMA parameters match the same rules because their paths end with
+the parameter path.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import re
-from typing import Any, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
+import flax.linen as nn
 import jax
 import numpy as np
 from jax.experimental import mesh_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from vit_spectral import settings as settings_lib
+from vit_spectral.models.segments import is_scanned_path
+from vit_spectral.models.vit import Block
 from vit_spectral.training.optim import param_path
 
-MESH_AXES = ("data", "model")
+MESH_AXES = ("data", "fsdp", "model")
+# The axes a batch is split over (both batch parallel), in mesh order.
+BATCH_AXES = ("data", "fsdp")
+FSDP_AXIS = "fsdp"
 
 # Megatron-style tensor parallelism: heads and MLP hidden units on "model".
+# Shapes are of one layer (D width, H heads, Dh head width, M MLP units).
 TENSOR_PARALLEL_RULES = (
+    # Projections (D, H, Dh) / (H, Dh) and the output (H, Dh, D): split by head.
     (r"attention/(query|key|value)/kernel$", (None, "model", None)),
     (r"attention/(query|key|value)/bias$", ("model", None)),
     (r"attention/out/kernel$", ("model", None, None)),
+    # Eigen value/output (paper 003): V_H and Θ (D, D) enter a QR or an inverse
+    # of the whole matrix, so they stay whole; ψ (D,) scales W_proj's rows,
+    # which are the heads' channels (H·Dh, head major); the value bias is per
+    # head; the output bias, like out/bias, is added after the heads are summed.
+    (r"attention/(h_theta|h_vectors)$", (None, None)),
+    (r"attention/h_psi$", ("model",)),
+    (r"attention/value_bias$", ("model", None)),
+    (r"attention/out_bias$", (None,)),
+    # Per-head parameters: AttnScale's ω (H,), the quadratic and Gaussian
+    # positional centres (H, 2), α (H,) and Σ^-1/2 (H, 2, 2), the learned
+    # relative encoding's Ŵ_key (Dp, H, Dk) and its v, u (H, Dk).
+    (r"attention/(omega|log_alpha)$", ("model",)),
+    (r"attention/centers$", ("model", None)),
+    (r"attention/inv_sqrt_cov$", ("model", None, None)),
+    (r"attention/position_key$", (None, "model", None)),
+    (r"attention/(position_query|content_bias)$", ("model", None)),
+    # Shared by every head: the row/column shift tables (2R-1, Dp/2), the
+    # shared value projection (D, Dh), cosine attention's τ and ν (scalars).
+    (r"attention/(row|col)_embedding$", (None, None)),
+    (r"attention/shared_value/(kernel|bias)$", ()),
+    (r"attention/(tau|nu)$", ()),
     (r"mlp/fc1/kernel$", (None, "model")),
     (r"mlp/fc1/bias$", ("model",)),
     (r"mlp/fc2/kernel$", ("model", None)),
+    # LipsFormer's conv branch as a Megatron pair: the depth-wise conv works per
+    # channel, so its kernel (k, k, 1, D) and bias split the channels like fc1;
+    # the point-wise kernel (1, 1, D, D) then takes them on its input axis like
+    # fc2 (one all-reduce after it); its bias is added after that sum.
+    (r"conv_dw/conv/kernel$", (None, None, None, "model")),
+    (r"conv_dw/conv/bias$", ("model",)),
+    (r"conv_pw/conv/kernel$", (None, None, "model", None)),
+    (r"conv_pw/conv/bias$", (None,)),
+    # On the token stream, which every "model" device holds whole: the
+    # residual weights α (D,) and FeatScale's s, t (D,).
+    (r"(^|/)alpha(1|2|_conv)$", (None,)),
+    (r"feat_scale/(dc_scale|hc_scale)$", (None,)),
 )
 
 
@@ -42,24 +100,35 @@ class MeshSettings:
 
   Attributes:
     data: batch-parallel axis size (default: every device).
+    fsdp: batch-parallel axis size over which parameters, optimizer state and
+      EMA are also sharded (module docstring); 1 = off.
     model: tensor-parallel axis size (heads and MLP hidden units).
   """
 
   SECTION = "mesh"
 
   data: int = -1
+  fsdp: int = 1
   model: int = 1
 
   def __post_init__(self):
     sizes = self.sizes()
     for axis, size in sizes.items():
-      settings_lib.require(size >= 1 or size == -1,
-                           f"mesh.{axis}={size} must be positive or -1")
-    settings_lib.require(list(sizes.values()).count(-1) <= 1,
-                         f"config.mesh={sizes}: at most one axis may be -1")
+      valid = isinstance(size, int) and not isinstance(size, bool) and (size >= 1 or size == -1)
+      settings_lib.require(valid, f"mesh.{axis}={size!r} must be positive or -1 "
+                           "(an integer number of devices)")
+    free = [f"mesh.{axis}" for axis, size in sizes.items() if size == -1]
+    settings_lib.require(len(free) <= 1,
+                         f"config.mesh={sizes}: at most one axis may be -1, got "
+                         f"{' and '.join(free)}")
 
   def sizes(self) -> dict[str, int]:
     return {axis: getattr(self, axis) for axis in MESH_AXES}
+
+  def batch_parallel(self, num_devices: int) -> int:
+    """The devices a batch is split over: data × fsdp on `num_devices` devices."""
+    shape = dict(zip(MESH_AXES, self.shape(num_devices)))
+    return int(np.prod([shape[axis] for axis in BATCH_AXES]))
 
   def shape(self, num_devices: int) -> tuple[int, ...]:
     """The axis sizes over `num_devices` devices (the -1 filled in)."""
@@ -79,7 +148,7 @@ class MeshSettings:
 
 
 def make_mesh(mesh: MeshSettings | Any, devices: Sequence[jax.Device] | None = None) -> Mesh:
-  """A ("data", "model") mesh over `devices` (default: all devices, all hosts).
+  """A ("data", "fsdp", "model") mesh over `devices` (default: all devices, all hosts).
 
   `mesh` is MeshSettings or `config.mesh` (converted here).
   """
@@ -93,9 +162,14 @@ def make_mesh(mesh: MeshSettings | Any, devices: Sequence[jax.Device] | None = N
   return Mesh(grid, MESH_AXES)
 
 
+def batch_axes(mesh: Mesh) -> tuple[str, ...]:
+  """The batch-parallel axes of `mesh` ("data", "fsdp"; those it has)."""
+  return tuple(axis for axis in BATCH_AXES if axis in mesh.axis_names)
+
+
 def batch_sharding(mesh: Mesh) -> NamedSharding:
-  """Leading (batch) dimension split over "data", the rest replicated."""
-  return NamedSharding(mesh, P("data"))
+  """Leading (batch) dimension split over "data" × "fsdp", the rest replicated."""
+  return NamedSharding(mesh, P(batch_axes(mesh)))
 
 
 def replicated(mesh: Mesh) -> NamedSharding:
@@ -122,19 +196,112 @@ def partition_spec(name: str, shape: tuple[int, ...], mesh: Mesh,
   return P()
 
 
+def _spec_axes(entry) -> tuple[str, ...]:
+  """The mesh axes of one PartitionSpec entry (None, a name or a tuple of names)."""
+  if entry is None:
+    return ()
+  return tuple(entry) if isinstance(entry, (tuple, list)) else (entry,)
+
+
+def fsdp_spec(name: str, shape: tuple[int, ...], spec: P, mesh: Mesh) -> P:
+  """`spec` with the "fsdp" axis added on the largest dimension of `shape`
+  that `spec` leaves unsharded and the fsdp size divides (the first such, on
+  a tie).
+
+  Never the leading depth axis of a scanned encoder's parameter (`name`
+  under "encoderblock" or "encoderblock_segment{k}": the scan takes one
+  layer per step, and each step gathers that layer). Only where no
+  unsharded dimension fits (e.g. fc1's bias, (depth, M) with M on "model")
+  does "fsdp" join a dimension's "model" entry, ("model", "fsdp"), if that
+  dimension divides by both sizes. A leaf with neither (scalars, odd sizes)
+  stays replicated over "fsdp"; so does every leaf when the mesh has no
+  "fsdp" axis or it has size 1, or when `spec` already names "fsdp" (a
+  custom rule placed it).
+  """
+  size = dict(mesh.shape).get(FSDP_AXIS, 1)
+  if size == 1 or any(FSDP_AXIS in _spec_axes(entry) for entry in spec):
+    return spec
+  entries = list(spec) + [None] * (len(shape) - len(spec))
+  dims = range(1 if is_scanned_path(name) else 0, len(shape))
+  split = {d: int(np.prod([mesh.shape[a] for a in _spec_axes(entries[d])])) for d in dims}
+  free = [d for d in dims if entries[d] is None and shape[d] % size == 0]
+  shared = [d for d in dims if entries[d] is not None and shape[d] % (split[d] * size) == 0]
+  if not free and not shared:
+    return spec
+  largest = lambda d: (shape[d], -d)  # noqa: E731
+  if free:
+    entries[max(free, key=largest)] = FSDP_AXIS
+  else:
+    d = max(shared, key=largest)
+    entries[d] = (*_spec_axes(entries[d]), FSDP_AXIS)
+  return P(*entries)
+
+
 def tree_shardings(tree: Any, mesh: Mesh,
                    rules: Sequence[tuple[str, Sequence[str | None]]] = TENSOR_PARALLEL_RULES) -> Any:
-  """NamedShardings for every leaf of `tree` (arrays or ShapeDtypeStructs)."""
+  """NamedShardings for every leaf of `tree` (arrays or ShapeDtypeStructs):
+  the tensor-parallel `rules` (`partition_spec`), then "fsdp" (`fsdp_spec`)."""
 
   def leaf_sharding(path, leaf):
     shape = tuple(getattr(leaf, "shape", ()))
-    return NamedSharding(mesh, partition_spec(param_path(path), shape, mesh, rules))
+    name = param_path(path)
+    spec = partition_spec(name, shape, mesh, rules)
+    return NamedSharding(mesh, fsdp_spec(name, shape, spec, mesh))
 
   return jax.tree_util.tree_map_with_path(leaf_sharding, tree)
 
 
+@contextlib.contextmanager
+def blocks_split_by_batch(mesh: Mesh) -> Iterator[None]:
+  """While a model is traced in this context, every encoder `Block` pins the
+  batch dimension of its carry, the token stream (B, T, D) and any attention
+  state (B, ...), to "data" × "fsdp" on the way in and out, leaving the other
+  dimensions to XLA (a sharding constraint, through
+  `flax.linen.intercept_methods`; the model itself knows no mesh).
+
+  This is what makes "fsdp" fully sharded data parallel: with the stream
+  split by batch, XLA gathers each layer's weights where the layer runs,
+  inside the scanned encoder's loop (forward and backward), and reduces its
+  gradient there (an all-reduce and a slice on CPU, a reduce-scatter where
+  XLA forms one). Without it XLA's propagation reads the weights' "fsdp"
+  split as a split of the width: it gathers the batch over "fsdp" and sums
+  partial matmuls (tensor parallel over the width, the input batch gathered
+  whole). On a data/model mesh the pinned layout is the one XLA picks anyway
+  (the same compiled collectives and memory).
+  """
+
+  def pin_batch(a):  # the batch dimension split; the others left to XLA
+    spec = P(batch_axes(mesh), *[P.UNCONSTRAINED] * (a.ndim - 1))
+    return jax.lax.with_sharding_constraint(a, NamedSharding(mesh, spec))
+
+  def pin(carry):
+    return jax.tree_util.tree_map(pin_batch, carry)
+
+  def interceptor(next_fun, args, kwargs, context):
+    if not (isinstance(context.module, Block) and context.method_name == "__call__"):
+      return next_fun(*args, **kwargs)
+    carry, *rest = args        # Block.__call__(carry, drop_path_rate, mask)
+    (x, state), ys = next_fun(pin(carry), *rest, **kwargs)
+    return pin((x, state)), ys
+
+  with nn.intercept_methods(interceptor):
+    yield
+
+
+def split_blocks_by_batch(fn: Callable, mesh: Mesh) -> Callable:
+  """`fn` (a train or eval step) traced in `blocks_split_by_batch(mesh)`."""
+
+  @functools.wraps(fn)
+  def step(*args, **kwargs):
+    with blocks_split_by_batch(mesh):
+      return fn(*args, **kwargs)
+
+  return step
+
+
 def global_batch(local_batch: dict[str, np.ndarray], mesh: Mesh) -> dict[str, jax.Array]:
-  """Assembles each host's slice of the batch into global, "data"-sharded arrays."""
+  """Assembles each host's slice of the batch into global arrays split over
+  "data" × "fsdp" (`batch_sharding`)."""
   sharding = batch_sharding(mesh)
   return {k: jax.make_array_from_process_local_data(sharding, np.asarray(v))
           for k, v in local_batch.items()}

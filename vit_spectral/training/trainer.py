@@ -126,7 +126,7 @@ class ShardedSteps:
     state_sharding: NamedShardings of the TrainState (config.sharding_rules).
     train_step: jitted (state, batch) -> (state, TrainMetrics), the state
       donated; batch = {"image": (B, H, W, C) float32, "label": (B,) int32},
-      split over "data".
+      split over "data" × "fsdp" (`sharding.batch_sharding`).
     eval_step: jitted (params, batch + "mask": (B,) bool) -> EvalMetrics.
   """
 
@@ -178,16 +178,17 @@ def sharded_steps(model_config, run: RunSettings, optim_settings: optim.OptimSet
   state_sharding = sharding.tree_shardings(abstract_state, mesh, run.sharding_rules)
   data_sharding = sharding.batch_sharding(mesh)
   repl = sharding.replicated(mesh)
+  # The blocks' token stream split by batch: "fsdp" gathers weights per layer.
   train_step = jax.jit(
-      functools.partial(steps.train_step, model=model, tx=tx, schedule=schedule,
-                        base_rng=dropout_rng,
-                        label_smoothing=run.label_smoothing,
-                        ema_decay=run.ema_decay, mix_fn=mix_fn, mix_rng=mix_rng),
+      sharding.split_blocks_by_batch(functools.partial(
+          steps.train_step, model=model, tx=tx, schedule=schedule, base_rng=dropout_rng,
+          label_smoothing=run.label_smoothing, ema_decay=run.ema_decay, mix_fn=mix_fn,
+          mix_rng=mix_rng), mesh),
       in_shardings=(state_sharding, data_sharding), out_shardings=(state_sharding, repl),
       donate_argnums=0)
-  eval_step = jax.jit(functools.partial(steps.eval_step, model=model),
-                      in_shardings=(state_sharding.params, data_sharding),
-                      out_shardings=repl)
+  eval_step = jax.jit(
+      sharding.split_blocks_by_batch(functools.partial(steps.eval_step, model=model), mesh),
+      in_shardings=(state_sharding.params, data_sharding), out_shardings=repl)
   return ShardedSteps(model, init, state_from_params, init_rng, abstract_state,
                       state_sharding, train_step, eval_step)
 
