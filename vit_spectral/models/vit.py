@@ -347,24 +347,66 @@ class Encoder(nn.Module):
       "encoderblock", or "encoderblock_segment{k}" per segment when layers
       differ) or "loop" (one subtree per block, "encoderblock_{i}").
       `models.layouts` converts between the two.
+    unroll: "scan" only: blocks per iteration of the compiled loop (an int
+      >= 1; a segment's length or more = no loop at all, straight-line code),
+      or None: per backend (`scan_unroll`), whole segments on CPU, 1 on GPU
+      and TPU. The parameter layout is the same for every value; only the
+      compiled program changes.
     remat: rematerialise each block in the backward pass.
     deterministic: disables dropout.
+
+  Why CPU unrolls. The scan's backward pass reads the forward's residuals
+  (per block: the MLP's (B, T, 4D) activations, the attention probabilities,
+  the norms' inputs, ...) from stacked (L, ...) buffers. `jax.lax.scan` starts
+  every stacked output as a zero-filled buffer (`lax.empty2`, a broadcast) that
+  the loop then overwrites slice by slice, and XLA copies the broadcast into
+  each buffer: ViT-Ti at 32² in 4² patches, batch 128, depth 4, compiles to
+  ~20 such (4, 128, 65, ·) copies, ~0.8 GB written per step before any block
+  runs, and 1090 MB of temporaries against the loop's 757 MB. On a GPU or TPU
+  that fill is cheap against their memory bandwidth; on a CPU it and the
+  stacking cost 10-20 % of the train step (measured below). Unrolled
+  completely, `jax.lax.scan` emits no loop: residuals are plain values, as in
+  "loop" mode, while the parameters stay stacked. The price is the loop's
+  compile time, which grows with depth (on CPU at depth 12 and 24, below).
+
+  Measured (ViT-Ti width 192, 3 heads, MLP 768, 32² images, 4² patches, batch
+  128, float32, AdamW, `training.steps.train_step`; 2-core CPU shared with
+  other jobs, so wall times are noisy; the scan/loop comparison interleaved in
+  one process): see `ENCODER_UNROLL_NOTE`.
   """
   depth: int
   block_kwargs: Mapping[str, Any]
   layer_overrides: Sequence[Mapping[str, Any]] | None = None
   drop_path_rate: float = 0.0
   mode: str = "scan"
+  unroll: int | None = None
   remat: bool = False
   deterministic: bool = True
   dtype: Any = jnp.float32
   param_dtype: Any = jnp.float32
+
+  def scan_unroll(self, length: int) -> int:
+    """Blocks per loop iteration for a scanned segment of `length` blocks."""
+    if self.unroll is None:   # per backend, see the class docstring
+      return length if jax.default_backend() == "cpu" else 1
+    return min(self.unroll, length)
+
+  def check_unroll(self) -> None:
+    if self.unroll is None:
+      return
+    if isinstance(self.unroll, bool) or not isinstance(self.unroll, int) or self.unroll < 1:
+      raise ValueError(f"model.encoder_unroll={self.unroll!r} must be an int >= 1 (blocks "
+                       "per loop iteration) or None (per backend)")
+    if self.mode != "scan":
+      raise ValueError(f"model.encoder_unroll={self.unroll} applies to "
+                       f"model.encoder_mode='scan' only (got {self.mode!r}); leave it None")
 
   @nn.compact
   def __call__(self, x, mask=None):
     """x: (B, T, D) -> (B, T, D)."""
     if self.mode not in ENCODER_MODES:
       raise ValueError(f"model.encoder_mode={self.mode!r}; choose one of {list(ENCODER_MODES)}")
+    self.check_unroll()
     shared = Block.settings(self.block_kwargs)    # every Block field, defaults filled in
     segs = segments(self.depth, shared, self.layer_overrides)
     carry = (x, _as_float32(self._initial_state(segs, x.shape[0], x.shape[1])))
@@ -381,7 +423,8 @@ class Encoder(nn.Module):
             variable_axes={"params": 0, "intermediates": 0},
             split_rngs={"params": True, "dropout": True},
             in_axes=(0, nn.broadcast),  # (drop_path_rate per layer, mask)
-            length=seg.length)
+            length=seg.length,
+            unroll=self.scan_unroll(seg.length))
         carry, _ = stack(name=scan_name(k, len(segs)), **kwargs)(
             carry, jnp.asarray(rates[seg.start:seg.stop], jnp.float32), mask)
       else:
@@ -432,6 +475,10 @@ class ViT(nn.Module):
       paper 003's "*": the first half with value_output="minus"); see
       `models.segments`. None = every layer alike.
     encoder_mode: "scan" or "loop"; remat: rematerialise blocks.
+    encoder_unroll: with "scan", blocks per iteration of the compiled loop
+      (int >= 1), or None = per backend: no loop on CPU (faster there), a
+      rolled loop on GPU and TPU (fast compiles). Same parameters either way
+      (`Encoder`, which gives the measurements).
     kernel_init: initializer name for the blocks' Dense and Conv kernels;
       "spectral" (paper 001, eq. 5) also covers the patch embedding.
     dtype: compute dtype (`model.dtype`, see "Mixed precision");
@@ -470,6 +517,7 @@ class ViT(nn.Module):
   block_options: Mapping[str, Any] | None = None
   layer_overrides: Sequence[Mapping[str, Any]] | None = None
   encoder_mode: str = "scan"
+  encoder_unroll: int | None = None
   remat: bool = False
   kernel_init: str = Block.kernel_init
   dtype: Any = Block.dtype
@@ -544,7 +592,8 @@ class ViT(nn.Module):
     x = Encoder(depth=self.depth, block_kwargs=block_kwargs,
                 layer_overrides=self.layer_overrides,
                 drop_path_rate=self.drop_path_rate, mode=self.encoder_mode,
-                remat=self.remat, deterministic=not train, dtype=self.dtype,
+                unroll=self.encoder_unroll, remat=self.remat,
+                deterministic=not train, dtype=self.dtype,
                 param_dtype=self.param_dtype, name="encoder")(x, mask)
 
     x = x.astype(jnp.promote_types(self.dtype, jnp.float32))   # pool and head in float32
