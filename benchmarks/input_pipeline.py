@@ -30,6 +30,18 @@ medians are reported.
   python benchmarks/input_pipeline.py                 # threads 1 and 2, 3 rounds
   python benchmarks/input_pipeline.py --threads=1,2,4 --rounds=5 --target_rate=1000
 
+Measured 2026-11-23 on the 2-core CPU under load 6-10 (other jobs), 2 rounds,
+medians (wall min-max); images per CPU-second is the steadier figure:
+  cifar10          1 thread 4840 img/s (3444-6235), 8233 img/CPU-s; 2 threads 5510
+  cifar10_randaug  1 thread  820 img/s (430-1211),  1520 img/CPU-s; 2 threads 1293
+  imagenet_deit    1 thread   64 img/s (27-102),     107 img/CPU-s; 2 threads   95
+The ViT-Ti train step on this CPU (32², batch 128) consumes ~20 images per
+CPU-second, so CIFAR input adds 0.2 % (plain) to 1.3 % (RandAugment) to
+its CPU time. The DeiT ImageNet path needs ~10
+host cores per 1000 img/s of training (e.g. a fast GPU's ViT-B/16 rate: an
+assumed figure, not measured here); the 2-thread runs' lower per-CPU-second
+rate is thread overhead on a loaded machine.
+
 `--target_rate` (images/s a train step consumes, e.g. a GPU's ViT-B/16 rate) is
 turned into the host cores the pipeline needs at the measured images per
 CPU-second; it is an input, not a measurement. Results: printed table and

@@ -391,7 +391,7 @@ class Encoder(nn.Module):
   scan 14.3 / 27.0 s, "dots" 15.5 / 27.5 s, loop 23.8 s, unroll=12 39.6 s;
   depth 24: scan 23.0 s, "dots" 34.3 s, loop 92.5 s. The scan's compile time
   stays nearly flat in depth with "dots"; the loop's and the unrolled scan's
-  grow with it. The lead re-measures these on a quiet machine.
+  grow with it.
   """
   depth: int
   block_kwargs: Mapping[str, Any]

@@ -51,6 +51,9 @@ class DevicePrefetch:
   `StopIteration` ends this iterator once the batches in flight are used up:
   no batch is lost.
 
+  Holds `size` + 1 global batches in device memory (ImageNet at 224², batch
+  1024, float32: 0.6 GB each, split over the "data" devices).
+
   Attributes:
     size: batches kept in flight (>= 0; 0 = transfer each batch when asked).
   """
