@@ -386,7 +386,9 @@ class Encoder(nn.Module):
   step, which the machine's other jobs disturb far less than the wall clock;
   medians (min)): scan, all residuals 7.64 s (6.99); loop 6.83 s (6.46); scan
   unrolled (unroll=12) 6.66 s (6.26); scan, "dots" 6.54 s (6.18): "dots"
-  makes the scan 14 % cheaper, as cheap as the loop. Compile of the train
+  makes the scan 14 % cheaper, as cheap as the loop (a second run, with
+  `encoder_residuals` as shipped, 2 rounds: all 7.52 s, loop 6.58 s, "dots"
+  6.54 s). Compile of the train
   step (wall, machine under load 6-10, single samples, so ±30 %): depth 12:
   scan 14.3 / 27.0 s, "dots" 15.5 / 27.5 s, loop 23.8 s, unroll=12 39.6 s;
   depth 24: scan 23.0 s, "dots" 34.3 s, loop 92.5 s. The scan's compile time
