@@ -382,18 +382,17 @@ class Encoder(nn.Module):
 
   Measured on the 2-core CPU (ViT-Ti width 192, 3 heads, MLP 768, 32² images,
   4² patches, depth 12, batch 128, float32, AdamW, `training.steps.train_step`;
-  the variants interleaved in one process, 3 rounds × 2 steps; CPU time per
-  step, which the machine's other jobs disturb far less than the wall clock;
-  medians (min)): scan, all residuals 7.64 s (6.99); loop 6.83 s (6.46); scan
-  unrolled (unroll=12) 6.66 s (6.26); scan, "dots" 6.54 s (6.18): "dots"
-  makes the scan 14 % cheaper, as cheap as the loop (a second run, with
-  `encoder_residuals` as shipped, 2 rounds: all 7.52 s, loop 6.58 s, "dots"
-  6.54 s). Compile of the train
-  step (wall, machine under load 6-10, single samples, so ±30 %): depth 12:
-  scan 14.3 / 27.0 s, "dots" 15.5 / 27.5 s, loop 23.8 s, unroll=12 39.6 s;
-  depth 24: scan 23.0 s, "dots" 34.3 s, loop 92.5 s. The scan's compile time
-  stays nearly flat in depth with "dots"; the loop's and the unrolled scan's
-  grow with it.
+  the variants interleaved in one process, 3 rounds × 2 steps, medians (min);
+  2026-11-23, machine load ~1.5): wall per step: scan with every residual
+  4.70 s (4.27), loop 3.92 s (3.67), scan with "dots" 3.63 s (3.34); CPU time
+  per step 8.39 / 7.19 / 6.59 s. The scan was 20 % slower than the loop; with
+  "dots" it is 23 % faster than before and 7 % faster than the loop. (Under
+  load 6-10, CPU time per step, unroll=12 added: all 7.64 s, loop 6.83 s,
+  unroll=12 6.66 s, "dots" 6.54 s.) Compile of the train step (wall, load
+  ~1.5): depth 12: scan 5.3 s, "dots" 4.2 s, loop 6.2 s, unroll=12 9.7 s;
+  depth 24: scan 5.0 s, "dots" 4.4 s, loop 14.8 s, unroll=24 18.1 s. The
+  scan's compile time stays flat in depth, with or without "dots"; the
+  loop's and the unrolled scan's grow with it.
   """
   depth: int
   block_kwargs: Mapping[str, Any]
