@@ -30,17 +30,21 @@ medians are reported.
   python benchmarks/input_pipeline.py                 # threads 1 and 2, 3 rounds
   python benchmarks/input_pipeline.py --threads=1,2,4 --rounds=5 --target_rate=1000
 
-Measured 2026-11-23 on the 2-core CPU under load 6-10 (other jobs), 2 rounds,
-medians (wall min-max); images per CPU-second is the steadier figure:
-  cifar10          1 thread 4840 img/s (3444-6235), 8233 img/CPU-s; 2 threads 5510
-  cifar10_randaug  1 thread  820 img/s (430-1211),  1520 img/CPU-s; 2 threads 1293
-  imagenet_deit    1 thread   64 img/s (27-102),     107 img/CPU-s; 2 threads   95
-The ViT-Ti train step on this CPU (32², batch 128) consumes ~20 images per
-CPU-second, so CIFAR input adds 0.2 % (plain) to 1.3 % (RandAugment) to
-its CPU time. The DeiT ImageNet path needs ~10
-host cores per 1000 img/s of training (e.g. a fast GPU's ViT-B/16 rate: an
-assumed figure, not measured here); the 2-thread runs' lower per-CPU-second
-rate is thread overhead on a loaded machine.
+Measured 2026-11-23 on the 2-core CPU (load ~1.5, 2 rounds, medians; wall
+min-max in brackets):
+  case             threads  img/s              img/s per core  img per CPU-s
+  cifar10          1         9329 (8724-9933)  9329            9330
+  cifar10          2        10604 (9373-11834) 5302            6011
+  cifar10_randaug  1         2599 (2499-2699)  2599            2600
+  cifar10_randaug  2         3142 (2428-3856)  1571            1640
+  imagenet_deit    1          125 (114-136)     125             125
+  imagenet_deit    2          199 (192-206)      99             103
+The second thread adds less than a core's worth (tf.data's threads and the
+iterator's conversion share the two cores). The ViT-Ti train step on this CPU
+(32², batch 128, 3.6 s) consumes ~35 img/s, so CIFAR input costs it 0.4 %
+(plain) to 1.3 % (RandAugment) of one core. The DeiT ImageNet path runs at
+~100-125 img/s per core: 1000 img/s of training (about a fast GPU's ViT-B/16
+rate; an assumed figure, not measured here) needs 8-10 host cores.
 
 `--target_rate` (images/s a train step consumes, e.g. a GPU's ViT-B/16 rate) is
 turned into the host cores the pipeline needs at the measured images per
