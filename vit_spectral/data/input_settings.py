@@ -71,6 +71,10 @@ class InputSettings:
     repeated_augment: copies of each record per epoch (>= 1; 1 = off).
     train_fraction: train on the first round(f·N) examples of train_split,
       f in (0, 1]; only with an unsliced train_split.
+    device_prefetch: global training batches the trainer keeps transferred
+      to the devices ahead of the step (`training.device_prefetch`), >= 0;
+      0 = each batch is transferred when its step asks for it. Changes
+      neither the stream nor its order.
   """
 
   SECTION = "input"
@@ -99,6 +103,7 @@ class InputSettings:
   random_erasing: float = 0.0
   repeated_augment: int = 1
   train_fraction: float = 1.0
+  device_prefetch: int = 2
 
   def __post_init__(self):
     if self.eval_batch_size is None:
@@ -114,6 +119,9 @@ class InputSettings:
     for name in ("image_size", "batch_size", "eval_batch_size", "shuffle_buffer",
                  "repeated_augment"):
       settings_lib.check_range(getattr(self, name), _field(name), 1)
+    require(isinstance(self.device_prefetch, int) and not isinstance(self.device_prefetch, bool),
+            f"{_field('device_prefetch')}={self.device_prefetch!r} must be an int >= 0")
+    settings_lib.check_range(self.device_prefetch, _field("device_prefetch"), 0)
     settings_lib.check_range(self.pad_crop_padding, _field("pad_crop_padding"), 0)
     settings_lib.check_choice(self.train_augment, TRAIN_AUGMENTS,
                               _field("train_augment"))

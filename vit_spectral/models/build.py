@@ -80,6 +80,9 @@ def model_config(**fields: Any) -> ml_collections.ConfigDict:
       continue
     elif f.default is dataclasses.MISSING:
       base[f.name] = config_dict.placeholder(hints[f.name])
+    elif f.default is None:   # `X | None`: a placeholder typed X (e.g. encoder_unroll)
+      base[f.name] = config_dict.placeholder(
+          next(a for a in typing.get_args(hints[f.name]) if a is not type(None)))
     else:
       base[f.name] = f.default
   check_known(fields, base, "config.model")

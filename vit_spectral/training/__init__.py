@@ -19,12 +19,13 @@
   config_checks   builds every section, cross-section checks, eval_shape of init
   distributed     jax.distributed.initialize from the command line's cluster flags
   dry_run         compiles the sharded train step on abstract inputs (--dry_run)
+  device_prefetch keeps the next global batches transferred ahead of the step
 
 Submodules are imported on use (`from vit_spectral.training import trainer`).
 """
 
 __all__ = [
-    "checkpointing", "config_checks", "distributed", "dry_run", "durations", "ema", "init_from",
+    "checkpointing", "config_checks", "device_prefetch", "distributed", "dry_run", "durations", "ema", "init_from",
     "mixing", "optim",
     "resume", "robustness", "run_log", "run_settings", "sharding", "state_fingerprint", "steps", "train_state",
     "trainer", "workdir_lock",

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import itertools
 import json
 import os
 import time
@@ -38,6 +39,7 @@ from jax.experimental import multihost_utils
 
 from vit_spectral.training import checkpointing, config_checks, optim, sharding, steps
 from vit_spectral.training import durations, init_from, mixing, resume, robustness, run_log
+from vit_spectral.training import device_prefetch
 from vit_spectral.training import workdir_lock
 from vit_spectral import errors
 from vit_spectral.data import input_pipeline
@@ -338,8 +340,13 @@ def _train(config, setup: RunSetup, workdir: str,
   writer = metric_writers.create_default_writer(
       workdir, just_logging=jax.process_index() > 0)
 
-  train_iter = input_pipeline.create_train_dataset(
-      input_config, seed=run.seed, start_step=start_step).as_numpy_iterator()
+  # The batches of steps start_step + 1 ... total_steps, each on the devices
+  # `input.device_prefetch` steps before its step (none read past the last).
+  train_iter = device_prefetch.prefetch_to_device(
+      itertools.islice(input_pipeline.create_train_dataset(
+          input_config, seed=run.seed, start_step=start_step).as_numpy_iterator(),
+          max(total_steps - start_step, 0)),
+      mesh, input_config.device_prefetch)
   report = periodic_actions.ReportProgress(num_train_steps=total_steps, writer=writer)
   if start_step == 0:
     writer.write_hparams({"num_params": num_params, "total_steps": total_steps})
@@ -349,7 +356,7 @@ def _train(config, setup: RunSetup, workdir: str,
   eval_metrics: dict[str, float] = {}
   # Every jitted function carries explicit shardings: no ambient mesh needed.
   for step in range(start_step + 1, total_steps + 1):
-    batch = sharding.global_batch(next(train_iter), mesh)
+    batch = next(train_iter)
     state, step_metrics = train_step(state, batch)
     if step == start_step + 1:
       jax.block_until_ready(step_metrics)

@@ -1,0 +1,67 @@
+"""model.encoder_residuals and model.encoder_unroll: the scanned encoder with the CPU
+default (residuals "dots") and unrolled computes the loop's numbers (logits and
+gradients) with the same stacked parameters; unroll >= depth leaves no while loop;
+bad values name the field. (Scan with every residual == loop: tests/models/test_vit.py.)"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from vit_spectral.models import ViT, loop_to_scan, scan_to_loop
+from vit_spectral.models.vit import Encoder
+
+TINY = dict(num_classes=5, patch_size=4, hidden_size=8, depth=3, num_heads=2, mlp_dim=16)
+IMAGES = np.random.default_rng(0).standard_normal((4, 8, 8, 1)).astype(np.float32)
+LABELS = jnp.arange(4) % 5
+
+
+def loss_and_grads(model, params):
+  def loss(p):
+    logits = model.apply({"params": p}, IMAGES)
+    return -jnp.mean(jax.nn.log_softmax(logits)[jnp.arange(4), LABELS]), logits
+  (value, logits), grads = jax.jit(jax.value_and_grad(loss, has_aux=True))(params)
+  return value, logits, grads
+
+
+def test_scan_with_the_cpu_residuals_equals_the_loop():
+  loop = ViT(**TINY, encoder_mode="loop")
+  rng = np.random.default_rng(1)   # host arrays: no compile per parameter shape
+  params = jax.tree_util.tree_map(   # a non-zero head, so every gradient is non-zero
+      lambda a: 0.3 * rng.standard_normal(a.shape).astype(np.float32),
+      jax.eval_shape(loop.init, jax.random.key(0), IMAGES)["params"])
+  want_loss, want_logits, want_grads = loss_and_grads(loop, params)
+  assert ViT(**TINY).encoder_residuals is None   # per backend: "dots" on CPU
+  assert Encoder(depth=3, block_kwargs={}).residual_policy() == "dots"
+  loss, logits, grads = loss_and_grads(ViT(**TINY), loop_to_scan(params))
+  np.testing.assert_allclose(logits, want_logits, rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(loss, want_loss, rtol=1e-6)
+  jax.tree_util.tree_map(
+      lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6),
+      scan_to_loop(jax.device_get(grads)), want_grads)
+
+
+def test_unroll_to_depth_leaves_no_loop():
+  assert jax.default_backend() == "cpu"
+  params = jax.eval_shape(ViT(**TINY).init, jax.random.key(0), IMAGES)
+
+  def program(unroll):
+    return jax.jit(ViT(**TINY, encoder_unroll=unroll).apply).lower(params, IMAGES).as_text()
+
+  assert "stablehlo.while" not in program(3)
+  assert "stablehlo.while" in program(1)
+
+
+@pytest.mark.parametrize("fields, message", [
+    (dict(encoder_unroll=0), r"model\.encoder_unroll=0 must be an int >= 1"),
+    (dict(encoder_unroll=True), r"model\.encoder_unroll=True must be an int >= 1"),
+    (dict(encoder_unroll=2, encoder_mode="loop"),
+     r"model\.encoder_unroll=2 applies to model\.encoder_mode='scan' only"),
+    (dict(encoder_residuals="some"),
+     r"model\.encoder_residuals='some'; choose one of \['all', 'dots'\] or None"),
+    (dict(encoder_residuals="dots", remat=True),
+     r"model\.encoder_residuals='dots' applies without model\.remat"),
+])
+def test_bad_unroll_names_the_field(fields, message):
+  with pytest.raises(ValueError, match=message):
+    ViT(**TINY, **fields).init(jax.random.key(0), IMAGES)
