@@ -4,7 +4,8 @@ optimizer moments, EMA params, step), with the whole recipe on: augmentation
 seeded per example, Mixup/CutMix and dropout/drop-path from fold_in(step), EMA
 in the checkpointed TrainState.
 
-One uninterrupted reference run serves both scenarios, played on one workdir:
+One uninterrupted reference run (alongside, in its own workdir) serves both
+scenarios, played on one workdir:
 killed as soon as the first checkpoint exists (synchronous checkpoints), then
 resumed and killed again half-way through (asynchronous checkpoints, the
 default), then resumed to the end. Only when checkpoints are written differs
@@ -102,8 +103,9 @@ def test_sigkill_and_resume_is_bit_identical(tmp_path):
   data.get_builder("digits", data_dir=str(tmp_path / "tfds"))
   env = _env(str(tmp_path / "tfds"))
   whole, killed = str(tmp_path / "whole"), str(tmp_path / "killed")
-  subprocess.run(_command(whole), env=env, check=True, capture_output=True, timeout=600)
-
+  # The reference run goes alongside the kill chain (it shares no file with it).
+  reference = subprocess.Popen(_command(whole), env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
   first = _kill_after(killed, env, EVERY, async_checkpointing=False)
   # The second run resumes from the first kill's checkpoint, then is killed too.
   second = _kill_after(killed, env, max(TOTAL // 2, first[-1] + EVERY),
@@ -114,6 +116,8 @@ def test_sigkill_and_resume_is_bit_identical(tmp_path):
   assert resumed.returncode == 0, resumed.stderr[-3000:]
   assert f"resumed from the checkpoint at step {second[-1]}" in resumed.stderr
 
+  _, reference_err = reference.communicate(timeout=600)
+  assert reference.returncode == 0, reference_err[-3000:]
   step_a, state_a = _final_state(whole)
   step_b, state_b = _final_state(killed)
   assert step_a == step_b == TOTAL == int(state_b["step"])
