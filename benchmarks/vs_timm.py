@@ -25,7 +25,9 @@ cores (2 here); jax has no per-process thread-count setting short of
 compare like with like. No XLA flag is set (none that changes numerics).
 Measure on a quiet machine: under other load PyTorch's OpenMP threads lose
 far more than XLA's pool (on the shared CPU, load 7-9, timm's step varied
-13-22 s while ours in loop mode held 9.8-10.2 s), which flatters ours.
+13-22 s while ours in loop mode held 9.8-10.2 s), which flatters ours. On the
+quiet CPU (2026-11-23, load < 0.2; README "Speed"): timm 2811 ms, ours 3082 ms
+(scan) and 3097 ms (loop) per step: 0.94x timm's throughput.
 
   PYTHONPATH=. /work/torchenv/bin/python benchmarks/vs_timm.py      # ~5-6 min on 2 quiet cores
   PYTHONPATH=. python benchmarks/vs_timm.py --rounds=3 --torch_compile
@@ -46,8 +48,11 @@ fused QKV projection, head-major, would avoid the K/V transposes) and the
 encoder mode (see below).
 Tried (each in its own process, alternated, Ti width, depth 4, batch 64;
 noisy, load 4-9 on 2 cores): encoder_mode loop vs scan: loop's best step
-0.93-1.10 s vs scan's 1.33-2.31 s, loop faster in every alternation (another
-change owns the encoder); `--xla_cpu_enable_concurrency_optimized_scheduler`:
+0.93-1.10 s vs scan's 1.33-2.31 s, loop faster in every alternation; the cause
+was the scan's zero-filled residual buffers, and the scan now keeps only the
+matmul outputs on CPU (`model.encoder_residuals="dots"`, `models/vit.py`
+`Encoder`), which put scan and loop level here (3082 vs 3097 ms at depth 12 on the
+quiet CPU); `--xla_cpu_enable_concurrency_optimized_scheduler`:
 no gain; `--xla_cpu_experimental_onednn_custom_call`: inconclusive, and a
 different GEMM library changes rounding, so not set. The state is donated
 (the compiled step aliases it: `memory_analysis().alias_size_in_bytes` > 0).
