@@ -45,7 +45,9 @@ ops; the CLS concatenation; AdamW) and 8% in other YNNPACK fusions. So most
 of the step is matmuls already handed to XLA's CPU GEMM (YNNPACK) and the rest
 is memory-bound elementwise work; what is ours to change is the layout (one
 fused QKV projection, head-major, would avoid the K/V transposes) and the
-encoder mode (see below).
+encoder mode (see below). Kernel by kernel against PyTorch
+(`benchmarks/cpu_kernels_vs_torch.py`): the dense matmuls are level; XLA:CPU runs
+the small batched attention dots on one core, 1.6-2.7x slower than PyTorch's.
 Tried (each in its own process, alternated, Ti width, depth 4, batch 64;
 noisy, load 4-9 on 2 cores): encoder_mode loop vs scan: loop's best step
 0.93-1.10 s vs scan's 1.33-2.31 s, loop faster in every alternation; the cause
