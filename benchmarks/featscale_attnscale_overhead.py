@@ -68,6 +68,12 @@ def build_step(args, variant: dict, batch):
   """Returns (jitted train step, initial state) for one variant."""
   model = ViT(num_classes=1000, patch_size=args.patch, hidden_size=args.width,
               depth=args.depth, num_heads=args.heads, mlp_dim=4 * args.width, **variant)
+  return jitted_train_step(model, batch)
+
+
+def jitted_train_step(model: ViT, batch):
+  """(the library's train step for `model`, AdamW, jitted with the state
+  donated; its initial TrainState)."""
   optim = ml_collections.ConfigDict(dict(name="adamw", learning_rate=1e-3, warmup_steps=1,
                                          weight_decay=0.05))
   tx, schedule = make_optimizer(optim, total_steps=10_000)
@@ -94,6 +100,23 @@ def time_steps(step, state, batch, n: int):
   return (time.perf_counter() - start) / n, state
 
 
+def time_interleaved(step_fns: dict, states: dict, batch, *, rounds: int, steps: int):
+  """Seconds per step of every configuration, `rounds` times, in a freshly
+  shuffled order each round (so no configuration always runs first and a
+  throttled CPU slows all alike). Updates `states` in place.
+
+  Returns {name: [seconds per step, one per round]}.
+  """
+  times = {name: [] for name in step_fns}
+  order = list(step_fns)
+  for _ in range(rounds):
+    random.shuffle(order)
+    for name in order:
+      seconds, states[name] = time_steps(step_fns[name], states[name], batch, steps)
+      times[name].append(seconds)
+  return times
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--width", type=int, default=192)
@@ -115,13 +138,8 @@ def main():
   for name, (step, state) in built.items():  # compile and warm up
     _, states[name] = time_steps(step, state, batch, 2)
 
-  times = {name: [] for name in VARIANTS}
-  order = list(VARIANTS)
-  for _ in range(args.rounds):
-    random.shuffle(order)  # no variant always runs first in a round
-    for name in order:
-      seconds, states[name] = time_steps(built[name][0], states[name], batch, args.steps)
-      times[name].append(seconds)
+  times = time_interleaved({name: step for name, (step, _) in built.items()}, states, batch,
+                           rounds=args.rounds, steps=args.steps)
 
   tokens = (args.image // args.patch) ** 2 + 1
   print(f"backend={jax.default_backend()} devices={jax.device_count()} width={args.width} "

@@ -31,11 +31,9 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import functools
 import json
 import os
 import platform
-import random
 import statistics
 import sys
 import time
@@ -45,12 +43,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
-import ml_collections  # noqa: E402
 
+from benchmarks.featscale_attnscale_overhead import (  # noqa: E402
+    compiled_cost, jitted_train_step, time_interleaved, time_steps)
 from vit_spectral.models import ViT  # noqa: E402
-from vit_spectral.training import steps  # noqa: E402
-from vit_spectral.training.optim import make_optimizer  # noqa: E402
-from vit_spectral.training.train_state import TrainState  # noqa: E402
 
 IMPLEMENTATIONS = ("fused", "explicit")
 DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
@@ -63,30 +59,7 @@ def build_step(args, variant: str, implementation: str, batch):
               depth=args.depth, num_heads=args.heads, mlp_dim=4 * args.width,
               attention=variant, attention_kwargs=dict(implementation=implementation),
               encoder_mode=args.encoder_mode, dtype=jnp.dtype(args.dtype))
-  optim = ml_collections.ConfigDict(dict(name="adamw", learning_rate=1e-3, warmup_steps=1,
-                                         weight_decay=0.05))
-  tx, schedule = make_optimizer(optim, total_steps=10_000)
-  params = jax.jit(model.init)(jax.random.key(0), batch["image"])["params"]
-  state = TrainState(step=jnp.zeros((), jnp.int32), params=params, opt_state=tx.init(params))
-  step = jax.jit(functools.partial(steps.train_step, model=model, tx=tx, schedule=schedule,
-                                   base_rng=jax.random.key(1)), donate_argnums=0)
-  return step, state
-
-
-def compiled_cost(step, state, batch) -> dict[str, float]:
-  """XLA's static cost of one compiled step: flops and bytes accessed."""
-  cost = step.lower(state, batch).compile().cost_analysis()
-  cost = cost[0] if isinstance(cost, (list, tuple)) else cost
-  return {k: float(cost.get(k, float("nan"))) for k in ("flops", "bytes accessed")}
-
-
-def time_steps(step, state, batch, n: int):
-  """Runs `n` steps; returns (seconds per step, new state)."""
-  start = time.perf_counter()
-  for _ in range(n):
-    state, metrics = step(state, batch)
-  jax.block_until_ready((state, metrics))
-  return (time.perf_counter() - start) / n, state
+  return jitted_train_step(model, batch)
 
 
 def main():
@@ -119,13 +92,8 @@ def main():
     _, states[config] = time_steps(built[config][0], built[config][1], batch, 2)  # warm-up
     compile_s[config] = time.perf_counter() - start
 
-  times = {config: [] for config in configs}
-  order = list(configs)
-  for _ in range(args.rounds):
-    random.shuffle(order)  # no configuration always runs first in a round
-    for config in order:
-      seconds, states[config] = time_steps(built[config][0], states[config], batch, args.steps)
-      times[config].append(seconds)
+  times = time_interleaved({config: built[config][0] for config in configs}, states, batch,
+                           rounds=args.rounds, steps=args.steps)
 
   tokens = (args.image // args.patch) ** 2 + 1
   print(f"backend={jax.default_backend()} device={jax.devices()[0].device_kind} "
