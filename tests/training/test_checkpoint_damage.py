@@ -30,6 +30,7 @@ import time
 
 import jax
 import numpy as np
+import orbax.checkpoint as ocp
 import pytest
 from orbax.checkpoint._src.path import async_path
 
@@ -74,15 +75,46 @@ def _random_bytes_in_array_file(step_dir):
     f.write(np.random.default_rng(0).bytes(size - size // 2))
 
 
+def _read_unchecked(step_dir):
+  """The step's arrays as orbax reads them (no fingerprint check), or None
+  where the read fails."""
+  path = str(step_dir / "default")
+  target = jax.tree_util.tree_map(lambda leaf: np.empty(leaf.shape, leaf.dtype),
+                                  checkpointing.stored_structure(path))
+  try:
+    return jax.tree_util.tree_leaves(ocp.StandardCheckpointer().restore(path, target))
+  except Exception:  # noqa: BLE001 - a read error is one of the outcomes probed for
+    return None
+
+
 def _random_bytes_in_the_largest_array_chunk(step_dir):
-  """Bytes the reader does not check (uncompressed chunk data): orbax restores
-  them as wrong numbers; the fingerprint saved with the step catches them."""
+  """Bytes the reader does not check (chunk data): orbax restores them as
+  wrong numbers; the fingerprint saved with the step catches them.
+
+  64 random bytes go into the largest data file, in the middle first. A data
+  file also holds b-tree nodes (after orbax merges the per-process databases,
+  some are read by no one: damage there changes nothing) and compressed-frame
+  headers (damage there is a read error, another test's case), and where each
+  lies depends on the order of the asynchronous writes. So the damage is
+  tried at spread offsets, each undone again, until orbax reads wrong numbers
+  without an error.
+  """
+  want = _read_unchecked(step_dir)
   files = glob.glob(str(step_dir / "default" / "ocdbt.process_0" / "d" / "*"))
   data_file = max(files, key=os.path.getsize)
-  size = os.path.getsize(data_file)
-  with open(data_file, "r+b") as f:
-    f.seek(size // 2)
-    f.write(np.random.default_rng(0).bytes(64))
+  with open(data_file, "rb") as f:
+    original = f.read()
+  size = len(original)
+  for at in [size // 2] + [(2 * j + 1) * size // 32 for j in range(16)]:
+    with open(data_file, "r+b") as f:
+      f.seek(at)
+      f.write(np.random.default_rng(0).bytes(64))
+    got = _read_unchecked(step_dir)
+    if got is not None and any(not np.array_equal(a, b) for a, b in zip(got, want)):
+      return
+    with open(data_file, "wb") as f:
+      f.write(original)
+  raise AssertionError(f"no offset in {data_file} makes orbax read wrong numbers")
 
 
 def _empty_metadata(step_dir):
