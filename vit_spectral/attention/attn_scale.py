@@ -43,7 +43,6 @@ from typing import ClassVar
 
 import flax.linen as nn
 import jax.numpy as jnp
-import numpy as np
 
 from vit_spectral.attention.base import Attention, apply_weights, scaled_dot_logits
 from vit_spectral.attention.fused import fused_attention
@@ -172,8 +171,7 @@ class AttnScaleAttention(Attention):
                        self.param_dtype)
     q, k, v = self.project_qkv(x)                                  # (B, T, H, Dh)
     if fused:
-      mixed = fused_attention(q, k, v, mask=mask, scale=1.0 / np.sqrt(q.shape[-1]),
-                              dtype=self.dtype)                    # A·V
+      mixed = fused_attention(q, k, v, mask=mask, dtype=self.dtype)   # A·V
       out = all_pass_rescale(mixed, v, omega, mask)
     else:
       weights = self.probabilities(scaled_dot_logits(q, k), mask)  # A, (B, H, T, T)

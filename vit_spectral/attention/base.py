@@ -127,8 +127,9 @@ class Attention(nn.Module):
     if self.implementation == "explicit":
       return False
     needs_map = []
-    if not self.supports_fused:
-      needs_map.append(f"{type(self).__name__} has no fused path")
+    missing = self.fused_path_missing()
+    if missing:
+      needs_map.append(missing)
     if self.is_mutable_collection("intermediates"):
       needs_map.append("the attention weights are being recorded (intermediates)")
     if self.dropout_rate and not self.deterministic:
@@ -139,6 +140,14 @@ class Attention(nn.Module):
       raise ValueError("model.attention.implementation='fused' cannot be used here: "
                        + "; ".join(needs_map) + "; use 'auto' or 'explicit'")
     return not needs_map
+
+  def fused_path_missing(self) -> str | None:
+    """Why this module has no fused path, or None where it has one.
+
+    `supports_fused` decides; a variant whose fused path depends on its
+    fields overrides this (`LearnedRelativeAttention`: content only).
+    """
+    return None if self.supports_fused else f"{type(self).__name__} has no fused path"
 
   def resolved_head_dim(self, width: int) -> int:
     if self.head_dim is not None and self.full_width_heads:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import ClassVar
 
 import flax.linen as nn
-import numpy as np
 
 from vit_spectral.attention.base import Attention, apply_weights, scaled_dot_logits
 from vit_spectral.attention.fused import fused_attention
@@ -29,8 +28,7 @@ class DotProductAttention(Attention):
     fused = self.use_fused()
     q, k, v = self.project_qkv(x)                        # (B, T, H, Dh) each
     if fused:
-      mixed = fused_attention(q, k, v, mask=mask, scale=1.0 / np.sqrt(q.shape[-1]),
-                              dtype=self.dtype)
+      mixed = fused_attention(q, k, v, mask=mask, dtype=self.dtype)
     else:
       weights = self.probabilities(scaled_dot_logits(q, k), mask)  # (B, H, T, T)
       mixed = apply_weights(weights, v)

@@ -31,15 +31,18 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 
-def fused_attention(q, k, v, *, scale: float, dtype: Any, bias=None, mask=None):
+def fused_attention(q, k, v, *, dtype: Any, scale: float | None = None, bias=None,
+                    mask=None):
   """softmax(scale·q kᵀ + bias, where mask) v per head, without returning the map.
 
   Args:
     q: (B, T, H, Dh) queries.
     k, v: (B, S, H, Dh) keys and values (same head width as q).
-    scale: multiplies the float32 scores q·kᵀ (a Python number).
+    scale: multiplies the float32 scores q·kᵀ (a Python number); None =
+      1/√Dh, the scaling of `base.scaled_dot_logits`.
     dtype: the compute dtype q, k and v are cast to (the module's `dtype`).
     bias: optional float scores added after scaling, broadcastable to
       (B, H, T, S) (any rank ≤ 4, heads axis 1 or H); added in float32.
@@ -49,6 +52,8 @@ def fused_attention(q, k, v, *, scale: float, dtype: Any, bias=None, mask=None):
   Returns:
     (B, T, H, Dh) in `dtype`.
   """
+  if scale is None:
+    scale = 1.0 / np.sqrt(q.shape[-1])
   q, k, v = (jnp.asarray(t).astype(dtype) for t in (q, k, v))
   if bias is not None:
     bias = jnp.asarray(bias, jnp.float32)

@@ -39,7 +39,6 @@ from typing import ClassVar
 
 import flax.linen as nn
 import jax.numpy as jnp
-import numpy as np
 
 from vit_spectral.attention.base import Attention, apply_weights, scaled_dot_logits
 from vit_spectral.attention.fused import fused_attention
@@ -91,8 +90,7 @@ class HopfieldAttention(Attention):
     fused = self.use_fused(has_state=bool(self.alpha_hidden))
     q, k, v = self.project_qkv(x)                                    # (B, T, H, Dh)
     if fused:
-      mixed = fused_attention(q, k, v, mask=mask, scale=1.0 / np.sqrt(q.shape[-1]),
-                              dtype=self.dtype)
+      mixed = fused_attention(q, k, v, mask=mask, dtype=self.dtype)
       return self.mix_skip(x, self.project_out(mixed, x.shape[-1]), skip), state
     scores = scaled_dot_logits(q, k).astype(jnp.float32)             # s_ℓ (B, H, T, T)
     hidden = (1.0 - self.alpha_hidden) * scores

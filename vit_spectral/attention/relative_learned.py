@@ -51,8 +51,8 @@ class LearnedRelativeAttention(RelativePositionAttention):
   depends on the data) as its `bias`, the prefix rule as its mask
   (`RelativePositionAttention.attend_fused`). Without content the scores are
   positional only and there is no fused path (`RelativePositionAttention`
-  says why): "fused" raises, "auto" computes the map. (`supports_fused` is a
-  class constant, True: the class has a fused path, used with content=True.)
+  says why; `fused_path_missing` says so): "fused" raises, "auto" computes
+  the map.
   """
   content: bool = False
   position_dim: int | None = None
@@ -60,16 +60,16 @@ class LearnedRelativeAttention(RelativePositionAttention):
 
   supports_fused: ClassVar[bool] = True     # with content only (class docstring)
 
+  def fused_path_missing(self) -> str | None:
+    if not self.content:
+      return ("LearnedRelativeAttention with content=False scores by position only "
+              "and has no fused path")
+    return None
+
   @nn.compact
   def __call__(self, x, state=None, mask=None):
     """x: (B, T, D) -> ((B, T, D), state unchanged)."""
     fused = self.use_fused()
-    if fused and not self.content:
-      if self.implementation == "fused":
-        raise ValueError("model.attention.implementation='fused' cannot be used here: "
-                         "LearnedRelativeAttention with content=False scores by position "
-                         "only and has no fused path; use 'auto' or 'explicit'")
-      fused = False
     batch, num_tokens, width = x.shape
     rows, cols = self.grid_shape(num_tokens)
     dp = self.position_dim or width
