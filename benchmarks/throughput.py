@@ -281,8 +281,9 @@ def analytic_flops_per_image(image: int, patch: int, width: int, depth: int, mlp
 
 def build_step(spec: Spec, mesh: jax.sharding.Mesh, num_classes: int = NUM_CLASSES):
   """(model, jitted train step, jitted init, abstract batch): as
-  `trainer.sharded_steps` builds them (state donated, batch on "data",
-  parameters by `sharding.TENSOR_PARALLEL_RULES`), without importing the
+  `trainer.sharded_steps` builds them (state donated, batch on "data" × "fsdp",
+  parameters by `sharding.TENSOR_PARALLEL_RULES` and `fsdp_spec`, the blocks'
+  carry pinned by `sharding.split_blocks_by_batch`), without importing the
   input pipeline (TensorFlow)."""
   model = build_model(spec.model_config(), num_classes)
   tx, schedule = make_optimizer(OptimSettings(name="adamw", warmup_steps=100), 10_000)
@@ -296,8 +297,9 @@ def build_step(spec: Spec, mesh: jax.sharding.Mesh, num_classes: int = NUM_CLASS
   state_sharding = sharding.tree_shardings(abstract_state, mesh)
   data = sharding.batch_sharding(mesh)
   train_step = jax.jit(
-      functools.partial(steps.train_step, model=model, tx=tx, schedule=schedule,
-                        base_rng=jax.random.key(1)),
+      sharding.split_blocks_by_batch(functools.partial(
+          steps.train_step, model=model, tx=tx, schedule=schedule,
+          base_rng=jax.random.key(1)), mesh),
       in_shardings=(state_sharding, data),
       out_shardings=(state_sharding, sharding.replicated(mesh)),
       donate_argnums=0)

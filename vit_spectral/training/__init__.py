@@ -25,8 +25,8 @@ Submodules are imported on use (`from vit_spectral.training import trainer`).
 """
 
 __all__ = [
-    "checkpointing", "config_checks", "device_prefetch", "distributed", "dry_run", "durations", "ema", "init_from",
-    "mixing", "optim",
+    "checkpointing", "config_checks", "device_prefetch", "distributed", "dry_run", "durations",
+    "ema", "init_from", "mixing", "optim",
     "resume", "robustness", "run_log", "run_settings", "sharding", "state_fingerprint", "steps", "train_state",
     "trainer", "workdir_lock",
 ]
