@@ -395,6 +395,19 @@ def stored_structure(item_dir: str) -> Any:
                                 stored)
 
 
+def read_on_host(item_dir: str) -> Any:
+  """The tree saved in `item_dir` (a step's `default` item) as NumPy arrays, as
+  orbax reads it: not checked against the step's fingerprint (`latest_params`
+  does that).
+
+  A NumPy target: read onto the host, whatever devices and processes wrote it
+  (without a target orbax looks for the writers' devices and fails elsewhere).
+  """
+  target = jax.tree_util.tree_map(lambda leaf: np.empty(leaf.shape, leaf.dtype),
+                                  stored_structure(item_dir))
+  return ocp.StandardCheckpointer().restore(item_dir, target)
+
+
 def latest_params(workdir: str, step: int | None = None,
                   key: str = "params") -> tuple[Any, int]:
   """The parameters saved in a trainer workdir, as host arrays, and their step.
@@ -418,12 +431,7 @@ def latest_params(workdir: str, step: int | None = None,
     raise FileNotFoundError(f"no checkpoint {'' if step is None else f'at step {step} '}"
                             f"under {directory} (steps there: {sorted(steps)})")
   step = max(steps) if step is None else step
-  path = os.path.join(directory, str(step), "default")
-  # A NumPy target: read onto the host, whatever devices and processes wrote it
-  # (without a target orbax looks for the writers' devices and fails elsewhere).
-  target = jax.tree_util.tree_map(lambda leaf: np.empty(leaf.shape, leaf.dtype),
-                                  stored_structure(path))
-  state = ocp.StandardCheckpointer().restore(path, target)
+  state = read_on_host(os.path.join(directory, str(step), "default"))
   fingerprint_path = epath.Path(directory) / FINGERPRINT_DIR / f"{step}.json"
   if fingerprint_path.exists():
     differ = state_fingerprint.mismatches(json.loads(fingerprint_path.read_text()), state)
