@@ -1,0 +1,34 @@
+# Setup (the same first code cell in every notebook; tests/test_notebooks.py checks it).
+# Inside a checkout of vit_spectral it uses that checkout; in a fresh Colab runtime it
+# clones REPO_URL and installs it. No runtime restart: the checkout goes first on
+# sys.path. TensorFlow (the input pipeline) is kept off the accelerators, which JAX uses.
+REPO_URL = "https://github.com/vit-spectral/vit_spectral.git"
+
+import os, pathlib, subprocess, sys
+
+
+def _checkout_around(path):
+  for root in (path, *path.parents):
+    if (root / "pyproject.toml").is_file() and (root / "vit_spectral" / "__init__.py").is_file():
+      return root
+  return None
+
+
+ROOT = _checkout_around(pathlib.Path.cwd().resolve())
+if ROOT is None:
+  ROOT = pathlib.Path("/content/vit_spectral" if "google.colab" in sys.modules
+                      else pathlib.Path.home() / "vit_spectral")
+  if not ROOT.exists():
+    subprocess.run(["git", "clone", "--depth=1", REPO_URL, str(ROOT)], check=True)
+  subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", f"{ROOT}[notebooks]"],
+                 check=True)
+sys.path.insert(0, str(ROOT))
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ log lines
+import tensorflow as tf
+
+for _kind in ("GPU", "TPU"):
+  tf.config.set_visible_devices([], _kind)
+
+SMOKE = os.environ.get("VIT_SPECTRAL_SMOKE", "0") == "1"  # CI: a few steps per run
+print(f"vit_spectral from {ROOT}; SMOKE={SMOKE}")
