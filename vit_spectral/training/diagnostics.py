@@ -14,7 +14,9 @@ is a mean over the M images (and heads, where the metric has them):
     token_cosine         mean |cos| between distinct tokens (paper 000, eq. 76)
     attention_cosine     mean |cos| between attention columns (paper 000, eq. 75)
     rank_residual_ratio  ‖Res(X_ℓ)‖_{1,∞} / ‖X_ℓ‖_{1,∞} (paper 004, eq. 61)
-    attention_entropy    attention-row entropy in nats (paper 004, App. I)
+    attention_entropy    attention-row entropy in nats (paper 004, App. I); for
+                         AttnScale the sown map is Â (paper 000, eq. 9), whose
+                         few negative entries add nothing (only p > 0 terms)
   every layer with value and output projections (from the parameters)
     h_cond, h_asymmetry  cond(H) and ‖(H − Hᵀ)/2‖_F / ‖(H + Hᵀ)/2‖_F of
                          H = W_projᵀ W_Vᵀ (paper 003, Figs. 5 and 2)
