@@ -187,7 +187,10 @@ def main(argv=None):
     print(f"plot {save_next_to(plot_eigen(results), args.out)}")
     return
 
-  results = dict(steps=args.steps, seed=args.seed, results={})
+  # The command as run: a shorter run than the default --steps says so here.
+  results = dict(command=" ".join(["python", "benchmarks/eigen_digits.py", *sys.argv[1:]]),
+                 steps=args.steps, default_steps=parser.get_default("steps"), seed=args.seed,
+                 results={})
   os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
   for value_output in args.variants.split(","):
     config = variant_config(value_output, args.steps, args.seed)
@@ -200,6 +203,8 @@ def main(argv=None):
     keep = batch["mask"]
     results["results"][value_output] = analyse(model, params, batch["image"][keep],
                                                batch["label"][keep])
+    print(f"{value_output}: test accuracy {results['results'][value_output]['accuracy']:.4f}",
+          flush=True)
     with open(args.out, "w") as f:
       json.dump(results, f, indent=1)
   print_table(results)

@@ -56,7 +56,8 @@ def restore_params(config, workdir: str):
 
 
 def layer_statistics(config, model, params):
-  """Per layer: cosine quantiles, mean, share of pairs above 0.99, residual ratio, entropy."""
+  """Per layer (`layer_row`): cosine quantiles, mean, share of pairs above 0.99, the
+  cosine histogram, residual ratio, entropy."""
   dataset, _ = input_pipeline.create_eval_dataset(config.input)
   apply = jax.jit(lambda p, x: model.apply({"params": p}, x, mutable=["intermediates"]))
   cosines, ratios, entropies = {}, {}, {}
@@ -156,7 +157,9 @@ def main(argv=None):
     with open(args.out) as f:
       results = json.load(f)
   else:
-    results = dict(steps=args.steps, workdir=args.workdir, models={})
+    results = dict(command=" ".join(["python", "benchmarks/hopfield_digits.py", *sys.argv[1:]]),
+                   steps=args.steps, default_steps=parser.get_default("steps"),
+                   workdir=args.workdir, models={})
     for attention in args.attentions.split(","):
       config = digits_vit.get_config(f"attention={attention},steps={args.steps}")
       workdir = os.path.join(args.workdir, attention)

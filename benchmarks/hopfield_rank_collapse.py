@@ -138,7 +138,8 @@ def main(argv=None):
     images = test_images()
     table = {name: ratios_at_init(*spec, args.max_depth, images, args.seeds)
              for name, spec in COLUMNS.items()}
-    results = dict(seeds=args.seeds, max_depth=args.max_depth, num_images=len(images),
+    results = dict(command=" ".join(["python", "benchmarks/hopfield_rank_collapse.py",
+                                     *sys.argv[1:]]), seeds=args.seeds, max_depth=args.max_depth, num_images=len(images),
                    columns={name: table[name].tolist() for name in COLUMNS})
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     with open(args.out, "w") as f:

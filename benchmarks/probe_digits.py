@@ -150,7 +150,8 @@ def main(argv=None):
   print(f"{args.workdir}: step {step}, attention {config.model.attention.name}, "
         f"block options {dict(config.model.block)}, {len(images)} eval images, "
         f"accuracy {accuracy:.4f}")
-  results = dict(workdir=args.workdir, step=int(step), attention=config.model.attention.name,
+  results = dict(command=" ".join(["python", "benchmarks/probe_digits.py", *sys.argv[1:]]),
+                 workdir=args.workdir, step=int(step), attention=config.model.attention.name,
                  accuracy=accuracy, num_images=len(images),
                  trained=model_results(probe(model, {"params": params}, images)),
                  init=model_results(probe(model, {"params": init}, images)))
