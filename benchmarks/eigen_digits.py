@@ -43,6 +43,11 @@ Same with `--steps=800` (~13 min per model on the shared CPU):
   ViT⁻       89.2%    2.95 2.78 2.93 2.09          0% / 100%          0% / 100%
   ViT⁺       91.4%    2.08 1.57 1.06 0.73          100% / 0%          100% / 0%
 
+Re-run 2026-11-23 with `--steps=400` (benchmarks/results/eigen_digits.json and
+.png): 93.3% / 93.3% / 94.4%; HFC/LFC per layer ViT 2.20 1.80 1.48 0.99,
+ViT⁻ 3.14 2.99 2.78 2.63, ViT⁺ 2.24 1.53 0.98 0.66; Table 1 full H 100/0, 0/100,
+100/0, per head 98.1/1.9, 0/100, 100/0.
+
 Without the clip, trained Λ leaves the initial range: ⁻ reaches −1.45 and ⁺ 1.37 in
 the last layer, with the sign kept (the paper's "−ψ²" constraint).
 """
