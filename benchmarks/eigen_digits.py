@@ -17,7 +17,12 @@ Run (nice'd, shared CPU; about 3-6 minutes per model at 1500 steps):
 
   nice -n 10 python benchmarks/eigen_digits.py --steps=1500 --workdir=/tmp/eigen_digits
 
-Results are printed and written to <workdir>/results.json.
+Results are printed and written to `--out` (default
+benchmarks/results/eigen_digits.json), with each layer's eigenvalues of H and
+cond(H); the PNG beside it draws, per layer at the end of training, HFC/LFC,
+the asymmetry of H and cond(H) (the paper draws these over training, Figs. 2,
+4, 5), the eigenvalues of H in the complex plane (Fig. 3) and the Table 1
+fractions. `--replot` redraws the PNG from the JSON without training.
 
 Measured (2026-11-22, seed 0, `--steps=400`, shared 2-core CPU, ~7 min per model):
 
@@ -37,6 +42,11 @@ Same with `--steps=800` (~13 min per model on the shared CPU):
   ViT        88.3%    2.09 1.76 1.31 0.90          100% / 0%          95.6% / 4.4%
   ViT⁻       89.2%    2.95 2.78 2.93 2.09          0% / 100%          0% / 100%
   ViT⁺       91.4%    2.08 1.57 1.06 0.73          100% / 0%          100% / 0%
+
+Re-run 2026-11-23 with `--steps=400` (benchmarks/results/eigen_digits.json and
+.png): 93.3% / 93.3% / 94.4%; HFC/LFC per layer ViT 2.20 1.80 1.48 0.99,
+ViT⁻ 3.14 2.99 2.78 2.63, ViT⁺ 2.24 1.53 0.98 0.66; Table 1 full H 100/0, 0/100,
+100/0, per head 98.1/1.9, 0/100, 100/0.
 
 Without the clip, trained Λ leaves the initial range: ⁻ reaches −1.45 and ⁺ 1.37 in
 the last layer, with the sign kept (the paper's "−ψ²" constraint).
@@ -59,6 +69,10 @@ from vit_spectral.training import checkpointing, trainer  # noqa: E402
 from vit_spectral.analysis import eigen, frequency  # noqa: E402
 from vit_spectral.data import input_pipeline  # noqa: E402
 from vit_spectral.models import build_model, per_layer  # noqa: E402
+from benchmarks.figures import new_figure, save_next_to  # noqa: E402
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+LABELS = {"standard": "ViT", "minus": "ViT$^-$", "plus": "ViT$^+$"}
 
 
 def variant_config(value_output: str, steps: int, seed: int):
@@ -88,6 +102,7 @@ def analyse(model, params, images, labels) -> dict:
   full = eigen.dominating_counts([np.linalg.eigvals(h) for h in h_full], maps)
   heads = eigen.dominating_counts([eigen.head_h_spectra(*k) for k in kernels], maps,
                                   per_head=True)
+  spectra = [np.linalg.eigvals(h) for h in h_full]
   return dict(
       accuracy=float(np.mean(np.argmax(logits, -1) == labels)),
       hfc_lfc_per_layer=ratios, hfc_lfc_last=ratios[-1],
@@ -98,8 +113,65 @@ def analyse(model, params, images, labels) -> dict:
                            not_low_pass=heads.not_low_pass_fraction, tied=heads.tied,
                            cases=heads.total),
       asymmetry_per_layer=[float(eigen.asymmetry(h)) for h in h_full],
-      h_eigenvalue_real_range=[[float(np.linalg.eigvals(h).real.min()),
-                                float(np.linalg.eigvals(h).real.max())] for h in h_full])
+      h_eigenvalue_real_range=[[float(s.real.min()), float(s.real.max())] for s in spectra],
+      # Per layer: [real parts, imaginary parts] of the eigenvalues of H.
+      h_eigenvalues_per_layer=[[s.real.tolist(), s.imag.tolist()] for s in spectra],
+      h_condition_per_layer=[float(np.linalg.cond(h)) for h in h_full])
+
+
+def plot_eigen(results: dict):
+  """Per variant: HFC/LFC, asymmetry of H and cond(H) per layer; every layer's
+  eigenvalues of H in the complex plane; the Table 1 low-pass fractions."""
+  fig, axes = new_figure(6, 13.0, 7.0, columns=3)
+  ratio_ax, asym_ax, cond_ax, spec_ax, table_ax, legend_ax = axes
+  variants = list(results["results"])
+  for k, name in enumerate(variants):
+    r, color, label = results["results"][name], f"C{k}", LABELS.get(name, name)
+    layers = np.arange(1, len(r["hfc_lfc_per_layer"]) + 1)
+    label = f"{label} ({100 * r['accuracy']:.1f}%)"
+    ratio_ax.plot(layers, r["hfc_lfc_per_layer"], "o-", color=color, label=label)
+    asym_ax.plot(layers, r["asymmetry_per_layer"], "o-", color=color, label=label)
+    if "h_condition_per_layer" in r:
+      cond_ax.plot(layers, r["h_condition_per_layer"], "o-", color=color, label=label)
+    for real, imag in r.get("h_eigenvalues_per_layer", []):
+      spec_ax.plot(real, imag, ".", color=color, ms=3, alpha=0.6)
+    spec_ax.plot([], [], "o", color=color, label=label)
+    for j, (table, hatch) in enumerate((("table1_full", ""), ("table1_per_head", "//"))):
+      table_ax.bar(2 * j + k * 0.6, r[table]["low_pass"], width=0.55, color=color,
+                   hatch=hatch, edgecolor="white")
+    legend_ax.plot([], [], "o-", color=color, label=label)
+  for ax, ylabel in ((ratio_ax, "||HFC|| / ||LFC|| of the block output"),
+                     (asym_ax, "||(H - H^T)/2|| / ||(H + H^T)/2||"),
+                     (cond_ax, "cond(H)")):
+    ax.set_xlabel("layer")
+    ax.set_xticks(layers)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, lw=0.3)
+  cond_ax.set_yscale("log")
+  spec_ax.axhline(0, color="grey", lw=0.5)
+  spec_ax.axvline(0, color="grey", lw=0.5)
+  spec_ax.set_xlabel("Re λ(H)")
+  spec_ax.set_ylabel("Im λ(H)")
+  spec_ax.set_title("eigenvalues of H = W_proj^T W_V^T, all layers", fontsize=9)
+  table_ax.set_xticks([0.6 * (len(variants) - 1) / 2, 2 + 0.6 * (len(variants) - 1) / 2],
+                      ["full H, mean map", "per head"])
+  table_ax.set_ylim(0, 1)
+  table_ax.set_ylabel("fraction dominated by 1 + λ^H λ_n^A (low-pass)")
+  table_ax.set_title("Table 1", fontsize=9)
+  legend_ax.axis("off")
+  legend_ax.legend(loc="center", fontsize=10, title="variant (test accuracy)")
+  fig.suptitle(f"digits, {results['steps']} steps, seed {results['seed']}: "
+               "ViT, ViT$^-$ and ViT$^+$ at the end of training", fontsize=10)
+  return fig
+
+
+def print_table(results: dict):
+  print(f"\n{'model':10s} {'acc':>6s} {'HFC/LFC last':>13s} "
+        f"{'full: λ_n^A':>12s} {'λ_i≠n^A':>8s} {'head: λ_n^A':>12s} {'λ_i≠n^A':>8s}")
+  for name, r in results["results"].items():
+    print(f"{name:10s} {r['accuracy']:6.3f} {r['hfc_lfc_last']:13.4f} "
+          f"{r['table1_full']['low_pass']:12.2%} {r['table1_full']['not_low_pass']:8.2%} "
+          f"{r['table1_per_head']['low_pass']:12.2%} {r['table1_per_head']['not_low_pass']:8.2%}")
 
 
 def main(argv=None):
@@ -108,10 +180,23 @@ def main(argv=None):
   parser.add_argument("--seed", type=int, default=0)
   parser.add_argument("--workdir", default="/tmp/eigen_digits")
   parser.add_argument("--variants", default="standard,minus,plus")
+  parser.add_argument("--out", default=os.path.join(RESULTS, "eigen_digits.json"),
+                      help="the JSON results; the PNG goes beside it")
+  parser.add_argument("--replot", action="store_true",
+                      help="redraw the PNG from the JSON at --out and exit")
   args = parser.parse_args(argv)
+  if args.replot:
+    with open(args.out) as f:
+      results = json.load(f)
+    print_table(results)
+    print(f"plot {save_next_to(plot_eigen(results), args.out)}")
+    return
 
-  results = {}
-  out_path = os.path.join(args.workdir, "results.json")
+  # The command as run: a shorter run than the default --steps says so here.
+  results = dict(command=" ".join(["python", "benchmarks/eigen_digits.py", *sys.argv[1:]]),
+                 steps=args.steps, default_steps=parser.get_default("steps"), seed=args.seed,
+                 results={})
+  os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
   for value_output in args.variants.split(","):
     config = variant_config(value_output, args.steps, args.seed)
     workdir = os.path.join(args.workdir, value_output)
@@ -121,17 +206,14 @@ def main(argv=None):
     eval_ds, _ = input_pipeline.create_eval_dataset(config.input)
     batch = next(eval_ds.as_numpy_iterator())          # all 360 test digits
     keep = batch["mask"]
-    results[value_output] = analyse(model, params, batch["image"][keep], batch["label"][keep])
-    print(value_output, json.dumps(results[value_output]), flush=True)
-    with open(out_path, "w") as f:
-      json.dump(dict(steps=args.steps, seed=args.seed, results=results), f, indent=2)
-
-  print(f"\n{'model':10s} {'acc':>6s} {'HFC/LFC last':>13s} "
-        f"{'full: λ_n^A':>12s} {'λ_i≠n^A':>8s} {'head: λ_n^A':>12s} {'λ_i≠n^A':>8s}")
-  for name, r in results.items():
-    print(f"{name:10s} {r['accuracy']:6.3f} {r['hfc_lfc_last']:13.4f} "
-          f"{r['table1_full']['low_pass']:12.2%} {r['table1_full']['not_low_pass']:8.2%} "
-          f"{r['table1_per_head']['low_pass']:12.2%} {r['table1_per_head']['not_low_pass']:8.2%}")
+    results["results"][value_output] = analyse(model, params, batch["image"][keep],
+                                               batch["label"][keep])
+    print(f"{value_output}: test accuracy {results['results'][value_output]['accuracy']:.4f}",
+          flush=True)
+    with open(args.out, "w") as f:
+      json.dump(results, f, indent=1)
+  print_table(results)
+  print(f"plot {save_next_to(plot_eigen(results), args.out)}")
 
 
 if __name__ == "__main__":

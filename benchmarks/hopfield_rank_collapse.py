@@ -14,6 +14,11 @@ averaged over the 360 test images and over `--seeds` initialisations, for
   * MHA α = 0, α' = 0.5 (the hidden state alone, Thm. 5.2).
 
   nice -n 10 python benchmarks/hopfield_rank_collapse.py [--seeds=3] [--max_depth=12]
+      [--out=benchmarks/results/hopfield_rank_collapse.json] [--replot]
+
+Writes the table as JSON to `--out` and its depth curves (log scale, mean over
+seeds with the min-max band) as the PNG beside it; `--replot` redraws the PNG
+from that JSON without running anything.
 
 Measured (3 seeds): self-attention 0.81, 0.42, 0.073, 2.5e-3, 8.7e-6, then the
 float32 floor ~1.2e-7 from depth 6; MHA α = α' = 0.5 (inner) 1.01 ... 0.76 (depth
@@ -27,6 +32,7 @@ from depth 4 on; MHA(α = 0.5) 0.88 at depth 1 down to 0.40 at depth 12.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 
@@ -40,6 +46,9 @@ from vit_spectral.configs import digits_vit  # noqa: E402
 from vit_spectral.analysis import rank_residual_ratio  # noqa: E402
 from vit_spectral.data import input_pipeline  # noqa: E402
 from vit_spectral.models import build_model, per_layer  # noqa: E402
+from benchmarks.figures import new_figure, save_next_to  # noqa: E402
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 ATTENTION_ONLY = dict(attention_residual="none", use_mlp=False)
 COLUMNS = {
@@ -81,22 +90,62 @@ def ratios_at_init(attention, block, max_depth: int, images, seeds: int) -> np.n
   return np.array([[float(r) for r in ratios(jax.random.key(s))] for s in range(seeds)]).T
 
 
-def main():
+def plot_rank_collapse(results: dict):
+  """Normalized residual (eq. 61) vs depth per column, log scale: the seeds' mean
+  as a line, their min-max as a band."""
+  fig, (ax,) = new_figure(1, 6.0, 4.0)
+  for name, per_depth in results["columns"].items():
+    values = np.asarray(per_depth)                                   # (depth, seeds)
+    depths = np.arange(1, len(values) + 1)
+    line, = ax.plot(depths, values.mean(axis=1), "o-", ms=3, label=name)
+    ax.fill_between(depths, values.min(axis=1), values.max(axis=1),
+                    color=line.get_color(), alpha=0.2, lw=0)
+  ax.set_yscale("log")
+  ax.set_xlabel("depth L (attention-only blocks)")
+  ax.set_ylabel("||Res(AttnNet(X))|| / ||AttnNet(X)||  (eq. 61)")
+  ax.set_title(f"rank collapse at init, digits ({results['num_images']} test images, "
+               f"{results['seeds']} seeds)", fontsize=9)
+  ax.grid(True, which="major", lw=0.3)
+  ax.legend(fontsize=8)
+  return fig
+
+
+def print_table(results: dict):
+  columns = results["columns"]
+  print(f"\nnormalized residual (eq. 61) at init, digits test images ({results['num_images']}), "
+        f"mean over {results['seeds']} seeds [min, max]")
+  print("| depth | " + " | ".join(columns) + " |")
+  print("|---" * (len(columns) + 1) + "|")
+  for d in range(results["max_depth"]):
+    cells = [f"{v.mean():.3g} [{v.min():.2g}, {v.max():.2g}]"
+             for v in (np.asarray(columns[name][d]) for name in columns)]
+    print(f"| {d + 1} | " + " | ".join(cells) + " |")
+
+
+def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--seeds", type=int, default=3)
   parser.add_argument("--max_depth", type=int, default=12)
-  args = parser.parse_args()
-  images = test_images()
-  table = {name: ratios_at_init(*spec, args.max_depth, images, args.seeds)
-           for name, spec in COLUMNS.items()}
-  print(f"\nnormalized residual (eq. 61) at init, digits test images ({len(images)}), "
-        f"mean over {args.seeds} seeds [min, max]")
-  print("| depth | " + " | ".join(COLUMNS) + " |")
-  print("|---" * (len(COLUMNS) + 1) + "|")
-  for d in range(args.max_depth):
-    cells = [f"{v.mean():.3g} [{v.min():.2g}, {v.max():.2g}]"
-             for v in (table[name][d] for name in COLUMNS)]
-    print(f"| {d + 1} | " + " | ".join(cells) + " |")
+  parser.add_argument("--out", default=os.path.join(RESULTS, "hopfield_rank_collapse.json"),
+                      help="the JSON results; the PNG goes beside it")
+  parser.add_argument("--replot", action="store_true",
+                      help="redraw the PNG from the JSON at --out and exit")
+  args = parser.parse_args(argv)
+  if args.replot:
+    with open(args.out) as f:
+      results = json.load(f)
+  else:
+    images = test_images()
+    table = {name: ratios_at_init(*spec, args.max_depth, images, args.seeds)
+             for name, spec in COLUMNS.items()}
+    results = dict(command=" ".join(["python", "benchmarks/hopfield_rank_collapse.py",
+                                     *sys.argv[1:]]), seeds=args.seeds, max_depth=args.max_depth, num_images=len(images),
+                   columns={name: table[name].tolist() for name in COLUMNS})
+    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
+    with open(args.out, "w") as f:
+      json.dump(results, f, indent=1)
+  print_table(results)
+  print(f"plot {save_next_to(plot_rank_collapse(results), args.out)}")
 
 
 if __name__ == "__main__":
