@@ -7,7 +7,7 @@ Each function cites the paper and equation it implements.
   similarity          attention and token cosine similarity (paper 000, eqs. 75-76)
   smoothing           the smoothing-rate bound (paper 000, Thm. 3)
   rank                rank-collapse residuals, token cosines, entropy (paper 004)
-  eigen               dominating eigenvalues, asymmetry of H (paper 003)
+  eigen               dominating eigenvalues, asymmetry and condition of H (paper 003)
   lipschitz           Lipschitz bounds and an empirical estimate (paper 001)
   attention_centres   Gaussian head centres and their plot (paper 002)
   head_pruning        degenerate Gaussian heads and their pruning (paper 002)
@@ -17,7 +17,7 @@ Each function cites the paper and equation it implements.
 from vit_spectral.analysis.attention_centres import gaussian_heads, plot_attention_centres
 from vit_spectral.analysis.attention_spectrum import attention_spectrum
 from vit_spectral.analysis.eigen import (
-    Dominating, DominatingCounts, asymmetry, dominating_counts, dominating_eigenvalue,
+    Dominating, DominatingCounts, asymmetry, condition_number, dominating_counts, dominating_eigenvalue,
     dominating_from_spectra, h_matrix, head_h_spectra, layer_kernels, perron_index,
     theorem4_dominating)
 from vit_spectral.analysis.frequency import dc, hc, hc_dc_ratio, hc_proportion
@@ -37,7 +37,7 @@ from vit_spectral.analysis.smoothing import smoothing_rate_bound
 __all__ = [
     "Branch", "Dominating", "DominatingCounts", "LipschitzReport", "asymmetry",
     "attention_cosine_similarity", "attention_entropy", "attention_spectrum",
-    "block_branches", "cosine_gram", "dc", "degenerate_heads", "dominating_counts",
+    "block_branches", "condition_number", "cosine_gram", "dc", "degenerate_heads", "dominating_counts",
     "dominating_eigenvalue", "dominating_from_spectra", "empirical_lipschitz",
     "exp_kappa_bound", "gaussian_heads", "gelu_lipschitz", "h_matrix", "hc",
     "hc_dc_ratio", "hc_proportion", "head_h_spectra", "layer_kernels",

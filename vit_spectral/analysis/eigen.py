@@ -39,18 +39,32 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping, Sequence
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from vit_spectral.attention.value_output import ValueOutput, value_output_kernels
 from vit_spectral.models.layouts import layer_fields, layer_trees
 
 
+def _array_module(*arrays):
+  """(jax.numpy, float32) when any input is a jax array (e.g. traced inside
+  `jax.jit`: the training diagnostics), else (numpy, float64)."""
+  if any(isinstance(a, jax.Array) for a in arrays):
+    return jnp, jnp.float32
+  return np, np.float64
+
+
 def asymmetry(m):
-  """‖(M − Mᵀ)/2‖_F / ‖(M + Mᵀ)/2‖_F (paper 003, Fig. 2): (..., d, d) -> (...)."""
-  m = np.asarray(m, np.float64)
-  mt = np.swapaxes(m, -1, -2)
-  return (np.linalg.norm((m - mt) / 2, axis=(-2, -1))
-          / np.linalg.norm((m + mt) / 2, axis=(-2, -1)))
+  """‖(M − Mᵀ)/2‖_F / ‖(M + Mᵀ)/2‖_F (paper 003, Fig. 2): (..., d, d) -> (...).
+
+  NumPy float64 for host arrays; jax.numpy float32 (jit-able) for jax arrays.
+  """
+  xp, dtype = _array_module(m)
+  m = xp.asarray(m, dtype)
+  mt = xp.swapaxes(m, -1, -2)
+  return (xp.linalg.norm((m - mt) / 2, axis=(-2, -1))
+          / xp.linalg.norm((m + mt) / 2, axis=(-2, -1)))
 
 
 def h_matrix(w_v, w_proj):
@@ -61,10 +75,23 @@ def h_matrix(w_v, w_proj):
     w_proj: (heads, d_h, d) output kernel.
 
   Returns:
-    (d, d) float64.
+    (d, d): NumPy float64 for host arrays, jax.numpy float32 (jit-able) for
+    jax arrays.
   """
-  w_v, w_proj = np.asarray(w_v, np.float64), np.asarray(w_proj, np.float64)
-  return np.einsum("dhk,hke->de", w_v, w_proj).T
+  xp, dtype = _array_module(w_v, w_proj)
+  w_v, w_proj = xp.asarray(w_v, dtype), xp.asarray(w_proj, dtype)
+  return xp.einsum("dhk,hke->de", w_v, w_proj).T
+
+
+def condition_number(m):
+  """σ_max / σ_min of the trailing (d, d) matrix (2-norm condition number;
+  paper 003, Fig. 5 plots it for H): (..., d, d) -> (...), inf when singular.
+
+  NumPy float64 for host arrays; jax.numpy float32 (jit-able) for jax arrays.
+  """
+  xp, dtype = _array_module(m)
+  singular = xp.linalg.svd(xp.asarray(m, dtype), compute_uv=False)
+  return singular[..., 0] / singular[..., -1]
 
 
 def head_h_spectra(w_v, w_proj):

@@ -14,6 +14,9 @@ which is also eq. (10) with the paper's §4.1 scaled dot product.
 The hidden state h is the attention-variant memory of the encoder contract
 (`attention.base`): the encoder's scan (or loop) carries it from block to block
 as one float32 (B, heads, T, T) map, with the gradient flowing through it.
+When the "intermediates" collection is collected, each layer also sows
+"memory_norm", ‖h_ℓ‖_F per image (B,) (over heads and both token axes), which
+the training diagnostics log (`training.diagnostics`).
 
 Masks: the softmax reads h only where `mask` is True, and the carried state is
 zeroed where `mask` is False, so the scores of masked pairs (e.g. future keys of
@@ -100,6 +103,9 @@ class HopfieldAttention(Attention):
       # Masked pairs never reach the next layer (they are not read here either:
       # `probabilities` masks the same entries).
       hidden = jnp.where(mask, hidden, 0.0)
+    if self.is_mutable_collection("intermediates"):  # the diagnostics' memory norm
+      self.sow("intermediates", "memory_norm",
+               jnp.sqrt(jnp.sum(jnp.square(hidden), axis=(1, 2, 3))))   # ‖h_ℓ‖_F, (B,)
     weights = self.probabilities(hidden, mask)                       # softmax(h_ℓ)
     out = self.project_out(apply_weights(weights, v), x.shape[-1])
     return self.mix_skip(x, out, skip), hidden

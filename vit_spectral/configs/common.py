@@ -20,6 +20,7 @@ from vit_spectral.training.init_from import init_from_config
 from vit_spectral.training.mixing import MixSettings
 from vit_spectral.training.optim import OptimSettings
 from vit_spectral.training.robustness import robustness_config
+from vit_spectral.training.diagnostics import DiagnosticsSettings
 from vit_spectral.training.run_settings import RunSettings
 from vit_spectral.training.sharding import MeshSettings
 
@@ -138,10 +139,12 @@ def deit_augmentation(config: ml_collections.ConfigDict, *,
 def base_config() -> ml_collections.ConfigDict:
   """Trainer fields shared by every recipe (`vit_spectral.training.run_settings.
   RunSettings`; durations in steps) and the training sections at their
-  defaults (Mixup/CutMix, corruption evaluation and init_from off)."""
+  defaults (Mixup/CutMix, corruption evaluation, init_from and the training
+  diagnostics off)."""
   config = settings.defaults_config(RunSettings)  # the recipe sets its length
   config.mixup = mixup_config()
   config.robustness = robustness_config()
   config.init_from = init_from_config()
   config.mesh = settings.to_config(MeshSettings)
+  config.diagnostics = settings.to_config(DiagnosticsSettings)
   return config

@@ -1,7 +1,7 @@
 """The trainer's own settings, and every training section read at once.
 
 A config holds sections (`input`, `model`, `optim`, `mixup`, `robustness`,
-`init_from`, `mesh`), each owned by the module that reads it, beside top-level fields that
+`init_from`, `mesh`, `diagnostics`), each owned by the module that reads it, beside top-level fields that
 the trainer reads. `RunSettings` is the one definition of those: fields,
 defaults and checks. Each duration may be given in steps or in epochs, never
 both (`vit_spectral.training.durations` converts epochs to steps).
@@ -17,6 +17,7 @@ from typing import Any
 
 from vit_spectral import settings as settings_lib
 from vit_spectral.data.input_settings import InputSettings, input_settings
+from vit_spectral.training.diagnostics import DiagnosticsSettings
 from vit_spectral.training.init_from import InitFromSettings
 from vit_spectral.training.mixing import MixSettings
 from vit_spectral.training.optim import OptimSettings
@@ -123,6 +124,7 @@ class TrainingSettings:
   robustness: RobustnessSettings
   init_from: InitFromSettings
   mesh: MeshSettings
+  diagnostics: DiagnosticsSettings
 
 
 def training_settings(config: Any) -> TrainingSettings:
@@ -130,7 +132,7 @@ def training_settings(config: Any) -> TrainingSettings:
   `config`; an absent section takes its defaults."""
   known = {*settings_lib.field_names(RunSettings), "input", "model", *(
       cls.SECTION for cls in (OptimSettings, MixSettings, RobustnessSettings, InitFromSettings,
-                           MeshSettings))}
+                           MeshSettings, DiagnosticsSettings))}
   unknown = sorted(set(config.keys()) - known)
   settings_lib.require(not unknown, f"config has unknown fields {unknown}; the fields "
                        f"are {sorted(known)}")
@@ -138,6 +140,7 @@ def training_settings(config: Any) -> TrainingSettings:
   sections = {name: settings_lib.from_config(cls, config.get(cls.SECTION))
               for name, cls in (("optim", OptimSettings), ("mixup", MixSettings),
                                 ("robustness", RobustnessSettings),
-                                ("init_from", InitFromSettings), ("mesh", MeshSettings))}
+                                ("init_from", InitFromSettings), ("mesh", MeshSettings),
+                                ("diagnostics", DiagnosticsSettings))}
   return TrainingSettings(run=run_settings(config), input=input_settings(config.input),
                           **sections)

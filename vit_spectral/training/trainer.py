@@ -14,7 +14,8 @@ reads. Recipe options (all off by default): `config.mixup` (`mixing`),
 `config.ema_decay` (`ema`; evaluated beside the params as `eval_ema_*`),
 `config.robustness` (`robustness`; corruption accuracies at the end),
 `config.init_from` (`init_from`; a run without checkpoints of its own starts
-from pretrained weights, `initial_state`), epoch-valued cadences
+from pretrained weights, `initial_state`), `config.diagnostics` (`diagnostics`;
+per-layer scalars of the papers on fixed eval images), epoch-valued cadences
 (`durations`).
 """
 
@@ -39,7 +40,7 @@ from jax.experimental import multihost_utils
 
 from vit_spectral.training import checkpointing, config_checks, optim, sharding, steps
 from vit_spectral.training import durations, init_from, mixing, resume, robustness, run_log
-from vit_spectral.training import device_prefetch
+from vit_spectral.training import device_prefetch, diagnostics
 from vit_spectral.training import workdir_lock
 from vit_spectral import errors
 from vit_spectral.data import input_pipeline
@@ -350,6 +351,12 @@ def _train(config, setup: RunSetup, workdir: str,
   report = periodic_actions.ReportProgress(num_train_steps=total_steps, writer=writer)
   if start_step == 0:
     writer.write_hparams({"num_params": num_params, "total_steps": total_steps})
+  diagnose = None
+  if sections.diagnostics.enabled:
+    diagnose = diagnostics.Diagnostics(sections.diagnostics, jitted.model, input_config,
+                                       state_sharding.params, mesh)
+    if start_step == 0:
+      writer.write_scalars(0, diagnose(state.params))
 
   train_metrics = None
   pending = None  # (step, loss) of the previous step, checked one step late
@@ -378,6 +385,9 @@ def _train(config, setup: RunSetup, workdir: str,
       with report.timed("eval"):
         eval_metrics = evaluate_all(eval_step, state, input_config, mesh)
       writer.write_scalars(step, eval_metrics)
+    if diagnose is not None and sections.diagnostics.due(step, total_steps):
+      with report.timed("diagnostics"):
+        writer.write_scalars(step, diagnose(state.params))
     if corruption_due(sections.robustness, step, total_steps):
       with report.timed("corruption_eval"):
         corrupt_metrics = evaluate_corruptions(eval_step, state, sections.robustness,
