@@ -15,7 +15,7 @@ from ml_collections import config_flags
 from vit_spectral.configs import common, lipsformer_digits
 from vit_spectral import settings
 from vit_spectral.models import ViT, build_model
-from vit_spectral.training import durations, init_from, mixing, optim, robustness, sharding
+from vit_spectral.training import diagnostics, durations, init_from, mixing, optim, robustness, sharding
 from vit_spectral.training import steps
 from vit_spectral.training.train_state import TrainState
 from vit_spectral.training.run_settings import RunSettings, run_settings
@@ -173,6 +173,7 @@ def test_config_sections_take_the_settings_defaults():
       (common.base_config().robustness, robustness.RobustnessSettings()),
       (common.base_config().init_from, init_from.InitFromSettings()),
       (common.base_config().mesh, sharding.MeshSettings()),
+      (common.base_config().diagnostics, diagnostics.DiagnosticsSettings()),
   ]
   for config, defaults in checks:
     assert settings.from_config(type(defaults), config) == defaults
@@ -182,7 +183,8 @@ def test_config_sections_take_the_settings_defaults():
   for field in dataclasses.fields(RunSettings):
     value = base[field.name]
     assert (tuple(value) if isinstance(value, (list, tuple)) else value) == field.default, field.name
-  assert set(base.keys()) == set(run_fields) | {"mixup", "robustness", "init_from", "mesh"}
+  assert set(base.keys()) == set(run_fields) | {"mixup", "robustness", "init_from", "mesh",
+                                                "diagnostics"}
   # The model section at its defaults builds the ViT at its defaults.
   shape = dict(hidden_size=16, depth=2, num_heads=2, mlp_dim=32, patch_size=2)
   built = build_model(common.model_config(**shape), num_classes=3)
