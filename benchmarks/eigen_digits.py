@@ -69,9 +69,9 @@ from vit_spectral.training import checkpointing, trainer  # noqa: E402
 from vit_spectral.analysis import eigen, frequency  # noqa: E402
 from vit_spectral.data import input_pipeline  # noqa: E402
 from vit_spectral.models import build_model, per_layer  # noqa: E402
-from benchmarks.figures import new_figure, save_next_to  # noqa: E402
+from benchmarks.figures import (  # noqa: E402
+    add_results_flags, new_figure, read_results, save_next_to)
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 LABELS = {"standard": "ViT", "minus": "ViT$^-$", "plus": "ViT$^+$"}
 
 
@@ -180,14 +180,10 @@ def main(argv=None):
   parser.add_argument("--seed", type=int, default=0)
   parser.add_argument("--workdir", default="/tmp/eigen_digits")
   parser.add_argument("--variants", default="standard,minus,plus")
-  parser.add_argument("--out", default=os.path.join(RESULTS, "eigen_digits.json"),
-                      help="the JSON results; the PNG goes beside it")
-  parser.add_argument("--replot", action="store_true",
-                      help="redraw the PNG from the JSON at --out and exit")
+  add_results_flags(parser, "eigen_digits")
   args = parser.parse_args(argv)
   if args.replot:
-    with open(args.out) as f:
-      results = json.load(f)
+    results = read_results(args.out)
     print_table(results)
     print(f"plot {save_next_to(plot_eigen(results), args.out)}")
     return

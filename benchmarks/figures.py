@@ -7,15 +7,25 @@ keeps its own, and a headless machine renders the PNG with Agg.
   fig = new_figure(2, 8.0, 3.0)          # two panels side by side
   ...
   save_next_to(fig, "benchmarks/results/x.json")   # -> "benchmarks/results/x.png"
+
+An experiment script's command line: `add_results_flags(parser, "x")` gives it
+`--out` (the JSON, default benchmarks/results/x.json) and `--replot` (redraw the
+PNG from that JSON, `read_results`, without running anything).
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
+from typing import Any
 
 from matplotlib.figure import Figure
 
-__all__ = ["DPI", "new_figure", "png_path", "save_next_to"]
+__all__ = ["DPI", "RESULTS_DIR", "add_results_flags", "new_figure", "png_path",
+           "read_results", "save_next_to"]
+
+RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 # Small files: a 10 x 4 inch figure at 100 dpi is 1000 x 400 pixels, tens of KB.
 DPI = 100
@@ -53,3 +63,18 @@ def save_next_to(fig, json_path: str) -> str:
   fig.tight_layout()
   fig.savefig(path, dpi=DPI)
   return path
+
+
+def add_results_flags(parser: argparse.ArgumentParser, name: str) -> None:
+  """`--out` (the results JSON, default RESULTS_DIR/<name>.json; the PNG goes
+  beside it) and `--replot` (redraw the PNG from that JSON and exit)."""
+  parser.add_argument("--out", default=os.path.join(RESULTS_DIR, f"{name}.json"),
+                      help="the JSON results; the PNG goes beside it")
+  parser.add_argument("--replot", action="store_true",
+                      help="redraw the PNG from the JSON at --out and exit")
+
+
+def read_results(json_path: str) -> Any:
+  """The results a script saved at `json_path` (what `--replot` draws from)."""
+  with open(json_path) as f:
+    return json.load(f)

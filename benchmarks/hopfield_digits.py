@@ -45,9 +45,9 @@ from vit_spectral.training import checkpointing, trainer  # noqa: E402
 from vit_spectral.analysis import attention_entropy, rank_residual_ratio, token_cosine_values  # noqa: E402
 from vit_spectral.data import input_pipeline  # noqa: E402
 from vit_spectral.models import build_model, per_layer  # noqa: E402
-from benchmarks.figures import new_figure, save_next_to  # noqa: E402
+from benchmarks.figures import (  # noqa: E402
+    add_results_flags, new_figure, read_results, save_next_to)
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 HISTOGRAM_BINS = 100                   # over [-1, 1]: what the violins are drawn from
 
@@ -151,14 +151,10 @@ def main(argv=None):
   parser.add_argument("--attentions", default="dot_product,hopfield",
                       help="comma-separated; e.g. one per process to train in parallel, "
                            "then all of them again to print the comparison")
-  parser.add_argument("--out", default=os.path.join(RESULTS, "hopfield_digits.json"),
-                      help="the JSON results; the PNG goes beside it")
-  parser.add_argument("--replot", action="store_true",
-                      help="redraw the PNG from the JSON at --out and exit")
+  add_results_flags(parser, "hopfield_digits")
   args = parser.parse_args(argv)
   if args.replot:
-    with open(args.out) as f:
-      results = json.load(f)
+    results = read_results(args.out)
   else:
     results = dict(command=" ".join(["python", "benchmarks/hopfield_digits.py", *sys.argv[1:]]),
                    steps=args.steps, default_steps=parser.get_default("steps"),

@@ -46,9 +46,9 @@ from vit_spectral.configs import digits_vit  # noqa: E402
 from vit_spectral.analysis import rank_residual_ratio  # noqa: E402
 from vit_spectral.data import input_pipeline  # noqa: E402
 from vit_spectral.models import build_model, per_layer  # noqa: E402
-from benchmarks.figures import new_figure, save_next_to  # noqa: E402
+from benchmarks.figures import (  # noqa: E402
+    add_results_flags, new_figure, read_results, save_next_to)
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 ATTENTION_ONLY = dict(attention_residual="none", use_mlp=False)
 COLUMNS = {
@@ -126,14 +126,10 @@ def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--seeds", type=int, default=3)
   parser.add_argument("--max_depth", type=int, default=12)
-  parser.add_argument("--out", default=os.path.join(RESULTS, "hopfield_rank_collapse.json"),
-                      help="the JSON results; the PNG goes beside it")
-  parser.add_argument("--replot", action="store_true",
-                      help="redraw the PNG from the JSON at --out and exit")
+  add_results_flags(parser, "hopfield_rank_collapse")
   args = parser.parse_args(argv)
   if args.replot:
-    with open(args.out) as f:
-      results = json.load(f)
+    results = read_results(args.out)
   else:
     images = test_images()
     table = {name: ratios_at_init(*spec, args.max_depth, images, args.seeds)

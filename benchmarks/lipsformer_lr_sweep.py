@@ -29,7 +29,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import logging  # noqa: E402
 import numpy as np  # noqa: E402
 
-from benchmarks.figures import new_figure, save_next_to  # noqa: E402
+from benchmarks.figures import (  # noqa: E402
+    add_results_flags, new_figure, read_results, save_next_to)
 from vit_spectral.configs import lipsformer_digits  # noqa: E402
 
 RATES = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
@@ -97,14 +98,10 @@ def main(argv=None):
   parser.add_argument("--width", type=int, default=32)
   parser.add_argument("--rates", default=",".join(str(r) for r in RATES))
   parser.add_argument("--configs", default="baseline,lipsformer")
-  parser.add_argument("--out", default=os.path.join("benchmarks", "results",
-                                                    "lipsformer_lr_sweep.json"))
-  parser.add_argument("--replot", action="store_true",
-                      help="redraw the PNG from the JSON at --out and exit")
+  add_results_flags(parser, "lipsformer_lr_sweep")
   args = parser.parse_args(argv)
   if args.replot:
-    with open(args.out) as f:
-      rows = json.load(f)
+    rows = read_results(args.out)
     print(f"plot {save_next_to(plot_lr_sweep(rows), args.out)}")
     return
   import tensorflow as tf

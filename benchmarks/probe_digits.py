@@ -47,9 +47,9 @@ from vit_spectral.training import checkpointing  # noqa: E402
 from vit_spectral.analysis import probe  # noqa: E402
 from vit_spectral.data import input_pipeline  # noqa: E402
 from vit_spectral.models import build_model  # noqa: E402
-from benchmarks.figures import new_figure, save_next_to  # noqa: E402
+from benchmarks.figures import (  # noqa: E402
+    add_results_flags, new_figure, read_results, save_next_to)
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 COLUMNS = ("hc_dc_ratio", "hc_proportion", "token_cosine_similarity",
            "attention_cosine_similarity")
 
@@ -123,14 +123,10 @@ def print_table(results: dict):
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--workdir", default="workdir/digits_vit")
-  parser.add_argument("--out", default=os.path.join(RESULTS, "probe_digits.json"),
-                      help="the JSON results; the PNG goes beside it")
-  parser.add_argument("--replot", action="store_true",
-                      help="redraw the PNG from the JSON at --out and exit")
+  add_results_flags(parser, "probe_digits")
   args = parser.parse_args(argv)
   if args.replot:
-    with open(args.out) as f:
-      results = json.load(f)
+    results = read_results(args.out)
     print_table(results)
     print(f"plot {save_next_to(plot_probe(results), args.out)}")
     return
