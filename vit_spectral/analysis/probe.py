@@ -23,11 +23,24 @@ ATTENTION_KEY = "attention/attention_weights"
 OUTPUT_KEY = "block_output"
 
 
-def _layer_metrics(layer: Mapping[str, jax.Array], index: int) -> dict[str, jax.Array]:
-  missing = [k for k in (ATTENTION_KEY, OUTPUT_KEY) if k not in layer]
-  if missing:
-    raise KeyError(f"block {index} sowed {sorted(layer)}, not {missing}: probe needs "
-                   "every block to sow its output and its attention map")
+def sown_blocks(intermediates: Mapping[str, Any]) -> list[dict[str, jax.Array]]:
+  """`models.per_layer(intermediates)`, checked: every block sowed its output
+  (OUTPUT_KEY, (B, T, D)) and its attention map (ATTENTION_KEY, (B, H, T, T)),
+  which the diagnostics read (`probe`, `training.diagnostics`).
+
+  Raises:
+    KeyError: a block lacks one of them (names the block and what it sowed).
+  """
+  layers = per_layer(intermediates)
+  for index, layer in enumerate(layers):
+    missing = [k for k in (ATTENTION_KEY, OUTPUT_KEY) if k not in layer]
+    if missing:
+      raise KeyError(f"block {index} sowed {sorted(layer)}, not {missing}: the diagnostics "
+                     "need every block to sow its output and its attention map")
+  return layers
+
+
+def _layer_metrics(layer: Mapping[str, jax.Array]) -> dict[str, jax.Array]:
   x, a = layer[OUTPUT_KEY].astype(jnp.float32), layer[ATTENTION_KEY].astype(jnp.float32)
   return {
       "hc_dc_ratio": hc_dc_ratio(x),                                   # Def. 1
@@ -63,8 +76,7 @@ def probe(model: nn.Module, variables: Mapping[str, Any], images) -> dict[str, j
   @jax.jit
   def run(inputs, images):
     _, state = model.apply(inputs, images, train=False, mutable=["intermediates"])
-    layers = [_layer_metrics(layer, i)
-              for i, layer in enumerate(per_layer(state["intermediates"]))]
+    layers = [_layer_metrics(layer) for layer in sown_blocks(state["intermediates"])]
     return {key: jnp.stack([m[key] for m in layers]) for key in layers[0]}
 
   return run(inputs, images)

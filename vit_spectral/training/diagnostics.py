@@ -50,11 +50,11 @@ from vit_spectral import errors
 from vit_spectral import settings as settings_lib
 from vit_spectral.analysis.eigen import asymmetry, condition_number, h_matrix
 from vit_spectral.analysis.frequency import hc_dc_ratio
+from vit_spectral.analysis.probe import ATTENTION_KEY, OUTPUT_KEY, sown_blocks
 from vit_spectral.analysis.rank import attention_entropy, rank_residual_ratio
 from vit_spectral.analysis.similarity import attention_cosine_similarity, token_cosine_similarity
 from vit_spectral.attention.value_output import PSI, ValueOutput, eigenvalues, value_output_kernels
 from vit_spectral.data import input_pipeline
-from vit_spectral.models.intermediates import per_layer
 from vit_spectral.models.layouts import layer_fields, layer_trees
 
 TAG_PREFIX = "diagnostics"
@@ -97,9 +97,8 @@ def _tokens_metrics(layers: list[Mapping[str, jax.Array]]) -> dict[str, jax.Arra
 
   The layers' arrays are stacked and each metric runs once on the stack (one
   op per metric rather than one per layer: a fraction of the compile time)."""
-  x = jnp.stack([layer["block_output"] for layer in layers]).astype(jnp.float32)  # (L, B, T, D)
-  a = jnp.stack([layer["attention/attention_weights"] for layer in layers]
-                ).astype(jnp.float32)                                   # (L, B, H, T, T)
+  x = jnp.stack([layer[OUTPUT_KEY] for layer in layers]).astype(jnp.float32)     # (L, B, T, D)
+  a = jnp.stack([layer[ATTENTION_KEY] for layer in layers]).astype(jnp.float32)  # (L, B, H, T, T)
   return {
       "hc_dc_ratio": hc_dc_ratio(x).mean(axis=1),
       "token_cosine": token_cosine_similarity(x).mean(axis=1),
@@ -148,16 +147,11 @@ def layer_diagnostics(model, params: Mapping[str, Any], images) -> list[dict[str
     float32 scalar; a layer's dict holds only the metrics it has.
   """
   _, state = model.apply({"params": params}, images, train=False, mutable=["intermediates"])
-  sown = per_layer(state["intermediates"])
+  sown = sown_blocks(state["intermediates"])
   trees, fields = layer_trees(params), layer_fields(model)
   if not len(sown) == len(trees) == len(fields):
     raise ValueError(f"{len(sown)} blocks sowed intermediates, the params have {len(trees)} "
                      f"layers and model.depth={len(fields)}: they must agree")
-  for index, layer in enumerate(sown):
-    missing = {"block_output", "attention/attention_weights"} - set(layer)
-    if missing:
-      raise KeyError(f"block {index} sowed {sorted(layer)}, not {sorted(missing)}: the "
-                     "diagnostics need every block to sow its output and attention map")
   tokens = _tokens_metrics(sown)
   out = []
   for index, (layer, tree, block) in enumerate(zip(sown, trees, fields)):
