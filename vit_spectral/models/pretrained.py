@@ -43,6 +43,7 @@ a representation layer, a MAP head, ...) stop the load.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import re
 from typing import Any, Callable, Mapping
 
@@ -59,7 +60,11 @@ from vit_spectral.models.variants import SIZES, variant_fields
 from vit_spectral.models.vit import ViT
 from vit_spectral.models.weight_files import read_weights
 
-__all__ = ["FORMATS", "LoadReport", "big_vision_params", "load_big_vision", "load_into",
+# timm architecture-name prefixes of the other backbones -> our converter module
+# (vit_spectral.models.<module>, with `TIMM_NAMES` and `load_timm(weights, name, ...)`).
+TIMM_FAMILIES = {"swin_": "swin_timm", "cait_": "cait_timm"}
+
+__all__ = ["FORMATS", "LoadReport", "TIMM_FAMILIES", "big_vision_params", "load_big_vision", "load_into",
            "load_timm", "timm_model_config", "timm_params"]
 
 FORMATS = ("timm", "big_vision", "vit_spectral")
@@ -494,7 +499,8 @@ def _source_grid_size(converted: Mapping[str, np.ndarray], patch_size: int,
 
 def load_timm(source: Any, name: str, *, image_size: int | None = None,
               **model_overrides: Any) -> tuple[ViT, dict[str, Any]]:
-  """A timm ViT / DeiT checkpoint as (model, variables).
+  """A timm ViT / DeiT (or Swin, CaiT: `TIMM_FAMILIES`) checkpoint as
+  (model, variables).
 
   Args:
     source: a `.safetensors` path, a `.pth` path (read with
@@ -517,6 +523,12 @@ def load_timm(source: Any, name: str, *, image_size: int | None = None,
   Raises:
     errors.WeightsMismatchError: see the module docstring.
   """
+  family = next((m for prefix, m in TIMM_FAMILIES.items()
+                 if name.split(".")[0].startswith(prefix)), None)
+  if family is not None:    # Swin, CaiT: their own converters (same contract)
+    converter = importlib.import_module(f"vit_spectral.models.{family}")
+    return converter.load_timm(read_weights(source), name, image_size=image_size,
+                               **model_overrides)
   config = timm_model_config(name)
   converted, names, unused = timm_params(read_weights(source), config["num_heads"])
   return _load_checked(converted, names, unused, config, image_size, "bicubic",
