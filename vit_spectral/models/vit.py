@@ -345,6 +345,11 @@ class Encoder(nn.Module):
       `models.segments`); consecutive layers with identical fields form a
       segment, scanned as one stack.
     drop_path_rate: largest drop-path rate (linear schedule over depth).
+    drop_path_rates: explicit per-layer rates (`depth` of them), e.g. a
+      slice of one linear schedule over every stage of a hierarchical
+      backbone; None = the schedule of `drop_path_rate`. Not both.
+    final_norm: end in the final norm as described above; False = no
+      "encoder_norm" (a stage of a backbone that places its norms itself).
     mode: "scan" (parameters stacked along a leading depth axis under
       "encoderblock", or "encoderblock_segment{k}" per segment when layers
       differ) or "loop" (one subtree per block, "encoderblock_{i}").
@@ -398,6 +403,8 @@ class Encoder(nn.Module):
   block_kwargs: Mapping[str, Any]
   layer_overrides: Sequence[Mapping[str, Any]] | None = None
   drop_path_rate: float = 0.0
+  drop_path_rates: Sequence[float] | None = None
+  final_norm: bool = True
   mode: str = "scan"
   unroll: int = 1
   residuals: str | None = None
@@ -424,6 +431,11 @@ class Encoder(nn.Module):
     if self.residuals is not None and self.residuals not in ENCODER_RESIDUALS:
       raise ValueError(f"model.encoder_residuals={self.residuals!r}; choose one of "
                        f"{list(ENCODER_RESIDUALS)} or None (per backend)")
+    if self.drop_path_rates is not None and (
+        len(self.drop_path_rates) != self.depth or self.drop_path_rate):
+      raise ValueError(f"Encoder.drop_path_rates needs {self.depth} rates (one per layer) "
+                       f"and drop_path_rate=0, got {len(self.drop_path_rates)} rates and "
+                       f"drop_path_rate={self.drop_path_rate}")
     if self.residuals is not None and self.remat:
       raise ValueError(f"model.encoder_residuals={self.residuals!r} applies without "
                        "model.remat (remat keeps no residuals); leave it None")
@@ -445,7 +457,8 @@ class Encoder(nn.Module):
     shared = Block.settings(self.block_kwargs)    # every Block field, defaults filled in
     segs = segments(self.depth, shared, self.layer_overrides)
     carry = (x, _as_float32(self._initial_state(segs, x.shape[0], x.shape[1])))
-    rates = linear_drop_path_rates(self.drop_path_rate, self.depth)
+    rates = (tuple(float(r) for r in self.drop_path_rates) if self.drop_path_rates is not None
+             else linear_drop_path_rates(self.drop_path_rate, self.depth))
     block_cls = self.block_class()
 
     for k, seg in enumerate(segs):
@@ -466,7 +479,7 @@ class Encoder(nn.Module):
           carry, _ = block_cls(name=f"{BLOCK_NAME}_{i}", **kwargs)(carry, rates[i], mask)
 
     x, _ = carry
-    if Block.ends_in_norm(segs[-1].block_kwargs):
+    if not self.final_norm or Block.ends_in_norm(segs[-1].block_kwargs):
       return x    # post-norm / LipsFormer order: the last block already ends in its norm
     return make_norm(shared["norm"], shared["norm_epsilon"], dtype=self.dtype,
                      param_dtype=self.param_dtype, name="encoder_norm")(x)
