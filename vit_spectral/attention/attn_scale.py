@@ -171,7 +171,8 @@ class AttnScaleAttention(Attention):
                        self.param_dtype)
     q, k, v = self.project_qkv(x)                                  # (B, T, H, Dh)
     if fused:
-      mixed = fused_attention(q, k, v, mask=mask, dtype=self.dtype)   # A·V
+      mixed = fused_attention(q, k, v, bias=self.position_bias(), mask=mask,
+                              dtype=self.dtype)   # A·V
       out = all_pass_rescale(mixed, v, omega, mask)
     else:
       weights = self.probabilities(scaled_dot_logits(q, k), mask)  # A, (B, H, T, T)

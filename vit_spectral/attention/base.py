@@ -21,6 +21,12 @@ the sown weights are float32 too.
 Every variant sows its final attention probabilities, (B, heads, T, T), as
 `intermediates/attention_weights`, so diagnostics need no second model.
 
+Relative position bias (the shared field `relative_position_bias`, Swin §3.2):
+a learned table of one scalar per head and per (row, column) offset on
+`grid_size` (for windowed attention the window), added to the float32 logits
+before the mask, on the explicit path in `probabilities` and on the fused path
+as the call's `bias` (`position_bias`), for every variant alike.
+
 The value and output projections (`project_qkv`'s value, `project_out`) can be
 eigen-reparameterized for every variant alike with the shared field
 `value_output` (paper 003, §4; see `attention.value_output`).
@@ -46,6 +52,7 @@ import jax.numpy as jnp
 
 from vit_spectral.attention import value_output as vo
 from vit_spectral.layers.initializers import get_initializer
+from vit_spectral.layers.windows import relative_position_index
 
 # Added to masked logits instead of -inf so fully masked rows stay finite.
 _MASK_VALUE = -1e30
@@ -80,6 +87,11 @@ class Attention(nn.Module):
       and `out` Dense layers) or an eigen-reparameterization of W_V W_proj
       (paper 003, §4), which needs num_heads·head_dim = width. Checked when
       the module is traced.
+    relative_position_bias: add Swin's learned relative position bias (§3.2)
+      to the logits: parameter "relative_position_bias_table",
+      ((2·rows − 1)(2·cols − 1), H) on `grid_size`, N(0, 0.02²) truncated at
+      ±2 as Swin's `trunc_normal_(std=.02)`; prefix tokens get no bias. Off
+      (default) = no parameter, the same numbers.
     implementation: one of IMPLEMENTATIONS (module docstring): "auto"
       (default), "fused" or "explicit"; `use_fused` resolves it per call.
     supports_fused: class constant; True = the variant has a fused path.
@@ -101,6 +113,7 @@ class Attention(nn.Module):
   value_output: str = vo.DEFAULT.mode
   value_output_clip: bool = vo.DEFAULT.clip
   value_output_eps: float = vo.DEFAULT.eps
+  relative_position_bias: bool = False
   implementation: str = "auto"
 
   @classmethod
@@ -248,12 +261,41 @@ class Attention(nn.Module):
       (B, H, T, T) probabilities (after attention dropout), in `dtype`.
     """
     logits = logits.astype(jnp.float32)
+    bias = self.position_bias()
+    if bias is not None:
+      logits = logits + bias
     if mask is not None:
       logits = jnp.where(mask, logits, _MASK_VALUE)
     weights = jax.nn.softmax(logits, axis=-1)
     self.sow_weights(weights, mask)
     weights = nn.Dropout(self.dropout_rate)(weights, deterministic=self.deterministic)
     return weights.astype(self.dtype)
+
+  def position_bias(self, bias=None):
+    """`bias` plus Swin's relative position bias when `relative_position_bias`
+    is on: float32 (1 or B, H, T, T); `bias` unchanged (None allowed) when off.
+
+    The table's row for (query i, key j) is `relative_position_index` of the
+    grid (`grid_size`: the window under windowed attention); the rows and
+    columns of prefix tokens are zero.
+    """
+    if not self.relative_position_bias:
+      return bias
+    if self.grid_size is None:
+      raise ValueError("model.attention.relative_position_bias needs tokens on a grid "
+                       "(grid_size); this attention has none")
+    rows, cols = self.grid_size
+    # timm's trunc_normal_(std=.02) cuts at ±2 (absolute): ±100 standard deviations.
+    init = nn.initializers.truncated_normal(0.02, lower=-100.0, upper=100.0)
+    table = self.param("relative_position_bias_table", init,
+                       ((2 * rows - 1) * (2 * cols - 1), self.num_heads), self.param_dtype)
+    index = relative_position_index((rows, cols))                       # (N, N)
+    grid_bias = table.astype(jnp.float32)[index].transpose(2, 0, 1)     # (H, N, N)
+    p = self.num_prefix_tokens
+    if p:
+      grid_bias = jnp.pad(grid_bias, ((0, 0), (p, 0), (p, 0)))
+    grid_bias = grid_bias[None]                                          # (1, H, T, T)
+    return grid_bias if bias is None else bias.astype(jnp.float32) + grid_bias
 
   def sow_weights(self, weights, mask=None):
     """Records the attention map that the diagnostics read, (B, H, T, T).

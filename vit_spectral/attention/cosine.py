@@ -90,11 +90,13 @@ class CosineAttention(Attention):
     tau = self.scalar("tau", self.tau, self.learnable_tau)
     nu = self.scalar("nu", self.nu, self.learnable_nu)
     if fused and self.learnable_tau:   # a traced τ is no `scale`: fold it into q̂
-      mixed = fused_attention(q * tau.astype(q.dtype), k, v, mask=mask, scale=1.0,
+      mixed = fused_attention(q * tau.astype(q.dtype), k, v, bias=self.position_bias(),
+                              mask=mask, scale=1.0,
                               dtype=self.dtype)
     elif fused:
       tau = float(np.asarray(self.tau, self.param_dtype))   # a constant: τ as stored
-      mixed = fused_attention(q, k, v, mask=mask, scale=tau, dtype=self.dtype)
+      mixed = fused_attention(q, k, v, bias=self.position_bias(), mask=mask, scale=tau,
+                              dtype=self.dtype)
     else:
       # Cosine scores in float32 (the product accumulates there), scaled by τ.
       cosines = jnp.einsum("bthd,bshd->bhts", q, k, preferred_element_type=jnp.float32)

@@ -28,7 +28,8 @@ class DotProductAttention(Attention):
     fused = self.use_fused()
     q, k, v = self.project_qkv(x)                        # (B, T, H, Dh) each
     if fused:
-      mixed = fused_attention(q, k, v, mask=mask, dtype=self.dtype)
+      mixed = fused_attention(q, k, v, bias=self.position_bias(), mask=mask,
+                              dtype=self.dtype)
     else:
       weights = self.probabilities(scaled_dot_logits(q, k), mask)  # (B, H, T, T)
       mixed = apply_weights(weights, v)

@@ -93,7 +93,8 @@ class HopfieldAttention(Attention):
     fused = self.use_fused(has_state=bool(self.alpha_hidden))
     q, k, v = self.project_qkv(x)                                    # (B, T, H, Dh)
     if fused:
-      mixed = fused_attention(q, k, v, mask=mask, dtype=self.dtype)
+      mixed = fused_attention(q, k, v, bias=self.position_bias(), mask=mask,
+                              dtype=self.dtype)
       return self.mix_skip(x, self.project_out(mixed, x.shape[-1]), skip), state
     scores = scaled_dot_logits(q, k).astype(jnp.float32)             # s_ℓ (B, H, T, T)
     hidden = (1.0 - self.alpha_hidden) * scores

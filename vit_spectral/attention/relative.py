@@ -145,7 +145,8 @@ class RelativePositionAttention(Attention):
     v = self.values(x)
     if self.shared_value:   # one value per token for every head: (B, T, H, Dh)
       v = jnp.broadcast_to(v[:, :, None, :], v.shape[:2] + (self.num_heads, v.shape[-1]))
-    mixed = fused_attention(q, k, v, bias=bias, mask=mask, dtype=self.dtype)
+    mixed = fused_attention(q, k, v, bias=self.position_bias(bias), mask=mask,
+                            dtype=self.dtype)
     return self.project_out(mixed, width)
 
   def grid_mask(self, num_tokens: int, mask=None):

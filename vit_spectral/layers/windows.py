@@ -66,3 +66,15 @@ def shifted_window_mask(grid: tuple[int, int], window: tuple[int, int],
       region += 1
   windows = partition(labels.reshape(1, -1, 1), grid, window)[..., 0]   # (nW, N)
   return np.asarray(windows[:, :, None] == windows[:, None, :])
+
+
+def relative_position_index(window: tuple[int, int]) -> np.ndarray:
+  """Swin's relative position index (§3.2): (N, N) int32, N = wh·ww, entry
+  [i, j] = (r_i − r_j + wh − 1)·(2ww − 1) + (c_i − c_j + ww − 1) for tokens
+  i, j at (r, c) in the row-major window: the row of the ((2wh−1)(2ww−1), H)
+  bias table holding the offset of query i from key j (timm's and the
+  original code's order, so their tables load as stored)."""
+  wh, ww = window
+  rows, cols = np.divmod(np.arange(wh * ww), ww)
+  return ((rows[:, None] - rows[None, :] + wh - 1) * (2 * ww - 1)
+          + cols[:, None] - cols[None, :] + ww - 1).astype(np.int32)
