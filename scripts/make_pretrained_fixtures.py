@@ -20,6 +20,7 @@ forward in float32 on two seeded 224² images, and writes the logits:
 
   deit_small_patch16_224.json     timm DeiT-S/16 (names/shapes: its state_dict)
   vit_base_patch16_224.json       timm ViT-B/16
+  swin_tiny_patch4_window7_224.json  timm Swin-T (our converter: models.swin_timm)
   big_vision_augreg_b16.json      an AugReg-named ViT-B/16 .npz (encoderblock_{i}),
                                   read by timm's VisionTransformer
   big_vision_scanned_ti16.json    big_vision's own naming, blocks scanned into
@@ -54,7 +55,8 @@ sys.path.insert(0, ROOT)
 
 from tests.models import pretrained_fixtures as fx  # noqa: E402  pylint: disable=C0413
 
-TIMM_MODELS = {"deit_small_patch16_224": 1, "vit_base_patch16_224": 2}
+TIMM_MODELS = {"deit_small_patch16_224": 1, "vit_base_patch16_224": 2,
+               "swin_tiny_patch4_window7_224": 6}
 # name: (seed, big_vision_tensors arguments, timm VisionTransformer arguments, our variant)
 BIG_VISION = {
     "big_vision_augreg_b16": (
@@ -150,15 +152,22 @@ def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--check", action="store_true",
                       help="also run our converters and print their relative error")
+  parser.add_argument("--only", default=None,
+                      help="write only this fixture (a name above, without .json)")
   args = parser.parse_args()
   torch.set_num_threads(max(1, os.cpu_count() or 1))
   os.makedirs(fx.FIXTURE_DIR, exist_ok=True)
   images = fx.images()
+  wanted = lambda name: args.only in (None, name)  # noqa: E731
   for name, seed in TIMM_MODELS.items():
-    make_timm(name, seed, images, args.check)
+    if wanted(name):
+      make_timm(name, seed, images, args.check)
   for name, (seed, tensor_args, timm_args, variant, overrides) in BIG_VISION.items():
-    make_big_vision(name, seed, tensor_args, timm_args, variant, overrides, images, args.check)
-  make_posemb()
+    if wanted(name):
+      make_big_vision(name, seed, tensor_args, timm_args, variant, overrides, images,
+                      args.check)
+  if wanted("posemb_resample"):
+    make_posemb()
 
 
 if __name__ == "__main__":

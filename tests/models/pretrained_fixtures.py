@@ -26,7 +26,7 @@ IMAGE_SHAPE = (2, 3, 224, 224)        # NCHW, as timm takes them
 IMAGE_SEED = 100
 
 _NORM_SCALE = re.compile(r"(^|[./])(norm\d?|encoder_norm|LayerNorm_\d+)[./](weight|scale)$")
-_HEAD = re.compile(r"^head[./](weight|kernel)$")
+_HEAD = re.compile(r"^head[./](fc[./])?(weight|kernel)$")   # timm's Swin: head.fc
 _EMBEDDING = re.compile(r"^(cls_token|pos_embed|cls|pos_embedding|"
                         r"Transformer/posembed_input/pos_embedding)$")
 
