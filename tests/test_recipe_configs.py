@@ -8,12 +8,16 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import pytest  # noqa: E402
 import tensorflow_datasets as tfds  # noqa: E402
 
-from vit_spectral.configs import cifar10_vit, cifar100_vit, imagenet_deit  # noqa: E402
+from vit_spectral.configs import (cifar10_vit, cifar100_vit, digits_swin, imagenet_deit,  # noqa: E402
+                                  imagenet_swin)
 from vit_spectral.training import config_checks, robustness, trainer  # noqa: E402
 
 CORRUPTIONS, SEVERITIES = ("brightness", "fog"), (1, 5)
 # A narrow model: what is under test is the recipe plumbing, not the width.
 NARROW = dict(hidden_size=32, num_heads=2, mlp_dim=64, depth=1)
+# Swin: two stages of one block (8² tokens in 4² shifted windows, then 4²), looped.
+NARROW_STAGES = dict(embed_dim=16, depths=(1, 1), num_heads=(1, 2), window_size=4,
+                     encoder_mode="loop")
 
 
 def _shrink(config, *, image_size=None):
@@ -34,7 +38,7 @@ def _shrink(config, *, image_size=None):
   config.input.download = True  # mock_data makes preparing a no-op
   if image_size:
     config.input.image_size = image_size
-  config.model.update(NARROW)
+  config.model.update(NARROW_STAGES if "depths" in config.model else NARROW)
   if robustness.enabled(config.robustness):
     config.robustness.corruptions = CORRUPTIONS
     config.robustness.severities = SEVERITIES
@@ -45,6 +49,8 @@ def _shrink(config, *, image_size=None):
     (cifar10_vit, "recipe=park_kim", None),
     (cifar100_vit, "recipe=table10,corrupted=cifar10_corrupted", 32),
     (imagenet_deit, "", 32),
+    (imagenet_swin, "row=swin_s_attn_scale", 32),
+    (imagenet_swin, "row=lipsformer_swin_t", 32),
 ])
 def test_recipe_trains_two_steps_and_evaluates(module, arg, image_size, tmp_path):
   config = _shrink(module.get_config(arg), image_size=image_size)
@@ -184,3 +190,12 @@ def test_paper_003_recipes_are_park_and_kims():
       assert config[section].to_dict() == reference[section].to_dict(), section
     assert config.label_smoothing == reference.label_smoothing == 0.1
     assert config.input.randaugment_layers > 0 and config.mixup.mixup_alpha > 0
+
+
+def test_digits_swin_trains_two_steps(tmp_path):
+  config = digits_swin.get_config("model=LipsFormer-Swin-T,attention=attn_scale")
+  config.total_steps = config.eval_every = config.checkpoint_every = 2
+  config.optim.warmup_steps = 1
+  config.model.depths = (1, 1)
+  metrics = trainer.train_and_evaluate(config, str(tmp_path / "workdir"))
+  assert 0.0 <= metrics["eval_accuracy"] <= 1.0

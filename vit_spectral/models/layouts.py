@@ -47,6 +47,9 @@ _SCAN_RE = re.compile(rf"{BLOCK_NAME}(_segment\d+)?")
 def _encoder_of(tree: Mapping[str, Any]) -> Mapping[str, Any]:
   if not isinstance(tree, Mapping) or "encoder" not in tree:
     keys = list(tree) if isinstance(tree, Mapping) else type(tree).__name__
+    if isinstance(tree, Mapping) and any(str(k).startswith("stage_") for k in tree):
+      raise KeyError(f"no 'encoder' subtree in the tree (keys: {keys}): a backbone of "
+                     "stages (e.g. Swin) has one encoder per stage; pass tree['stage_<k>']")
     raise KeyError(f"no 'encoder' subtree in the tree (keys: {keys}); pass a whole "
                    "collection of the ViT, e.g. variables['params']")
   return tree["encoder"]

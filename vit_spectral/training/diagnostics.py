@@ -204,6 +204,11 @@ class Diagnostics:
                mesh: jax.sharding.Mesh):
     """params_sharding: the shardings of the params the trainer holds
     (`ShardedSteps.state_sharding.params`); the images are replicated."""
+    if not hasattr(model, "depth"):
+      raise ValueError(f"config.diagnostics reads one encoder of model.depth blocks; "
+                       f"{type(model).__name__} has stages of different token counts and "
+                       "widths, which the diagnostics do not read yet: leave "
+                       "config.diagnostics.every unset")
     self.settings = settings
     replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
     images = fixed_images(input_config, settings.num_images)

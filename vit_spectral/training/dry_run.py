@@ -173,8 +173,9 @@ def dry_run(config: Any, devices: Sequence[jax.Device] | None = None) -> DryRunR
 
 
 def _scanned_depth(model) -> int | None:
-  scanned = model.encoder_mode == "scan" and model.depth > 1
-  return model.depth if scanned else None
+  depth = getattr(model, "depth", None)    # None: a backbone of stages (Swin), no one depth
+  scanned = depth is not None and model.encoder_mode == "scan" and depth > 1
+  return depth if scanned else None
 
 
 def _flops(compiled) -> float | None:
