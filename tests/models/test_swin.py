@@ -132,8 +132,8 @@ def test_shifted_window_attention_equals_a_numpy_masked_global_attention():
   weights = np.exp(logits - logits.max(-1, keepdims=True))
   weights /= weights.sum(-1, keepdims=True)
   mixed = np.einsum("hts,shk->thk", weights, v)
-  expected = xn * 0 + np.asarray(x[0]) + np.einsum("thk,hkd->td", mixed, a["out"]["kernel"]) \
-      + a["out"]["bias"]
+  expected = (np.asarray(x[0]) + np.einsum("thk,hkd->td", mixed, a["out"]["kernel"])
+              + a["out"]["bias"])
   np.testing.assert_allclose(np.asarray(out[0]), expected, rtol=1e-5, atol=1e-5)
 
 

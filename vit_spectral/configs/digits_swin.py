@@ -6,7 +6,11 @@ Launch (CPU, 2 cores):
   python train.py --config=configs/digits_swin.py:model=LipsFormer-Swin-T \
       --workdir=workdir/digits_lipsformer_swin
 
-Expected: see MEASURED below.
+Measured (seed 0, 1500 steps, batch 128, 2026-11-23, 2 shared CPU cores under
+load ~7): Swin 98.9% test accuracy on the 360 held-out digits (97.5% at step
+500), 3 min 56 s wall (2 min 15 s of CPU time, compile included);
+LipsFormer-Swin-T 98.1% (98.6% at step 500), 4 min 28 s wall (2 min 49 s of
+CPU). Expected: >= 97% for both.
 
 Model: Swin-T's design at digits scale: 2×2 patches (a 4×4 token grid),
 2×2 windows shifted by 1 on every odd block of stage 0, patch merging to a
