@@ -8,8 +8,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import pytest  # noqa: E402
 import tensorflow_datasets as tfds  # noqa: E402
 
-from vit_spectral.configs import (cifar10_vit, cifar100_vit, digits_swin, imagenet_deit,  # noqa: E402
-                                  imagenet_swin)
+from vit_spectral.configs import cifar10_vit, cifar100_vit, imagenet_deit  # noqa: E402
+from vit_spectral.configs import digits_swin, imagenet_swin  # noqa: E402
 from vit_spectral.training import config_checks, robustness, trainer  # noqa: E402
 
 CORRUPTIONS, SEVERITIES = ("brightness", "fog"), (1, 5)

@@ -43,9 +43,6 @@ def per_layer(intermediates: Mapping[str, Any]) -> list[dict[str, jax.Array]]:
     A list with one dict per block; keys are paths inside the block, e.g.
     "attention/attention_weights" (B, H, T, T), "block_output" (B, T, D).
   """
-  if "encoder" not in intermediates and any(k.startswith("stage_") for k in intermediates):
-    raise KeyError("the intermediates are per stage (a backbone of stages, e.g. Swin: one "
-                   "encoder per stage); read per_layer(intermediates['stage_<k>']) per stage")
   if "encoder" not in intermediates:
     raise KeyError("no 'encoder' in the intermediates: run the model with "
                    "mutable=['intermediates']")
