@@ -12,6 +12,7 @@ import pytest
 
 from tests.models import pretrained_fixtures as fx
 from vit_spectral import errors
+from vit_spectral.analysis import probe
 from vit_spectral.attention import get_attention
 from vit_spectral.layers.windows import relative_position_index
 from vit_spectral.models.build import build_model
@@ -219,6 +220,8 @@ def test_lipsformer_swin_and_eigen_value_output_run():
   assert "reduction" in variables["params"]["stage_1"]["merge"]
   assert variables["params"]["stage_1"]["merge"]["reduction"]["kernel"].shape == (2, 2, 8, 16)
   assert np.isfinite(jax.jit(lips.apply)(variables, images)).all()
+  figures = probe(lips, variables, images)     # the token figures of all 4 blocks, by stage
+  assert figures["hc_dc_ratio"].shape == (4, 2) and list(figures["stage"]) == [0, 0, 1, 1]
   eigen = Swin(num_classes=0, attention_kwargs={"value_output": "minus"}, **TINY)
   out = jax.jit(eigen.apply)(jax.jit(eigen.init)(jax.random.key(0), images), images)
   assert np.isfinite(out).all()
