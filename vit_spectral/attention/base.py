@@ -34,6 +34,19 @@ the explicit path's), which needs a variant that
 supports it (`supports_fused`) and a call where nobody reads the map: no
 "intermediates" collection, no active attention dropout, no carried state;
 "auto" (default) takes "fused" exactly when those hold. `use_fused` decides.
+
+Talking heads (the shared field `talking_heads`, Shazeer et al. 2020, as CaiT
+uses it: timm's `TalkingHeadAttn`): `probabilities` mixes the heads twice, a
+heads×heads linear map with bias on the logits before the softmax
+("talking_heads_logits") and another on the probabilities after it
+("talking_heads_weights"), both in float32. Every variant that goes through
+`probabilities` gets it; the mixed map is what is sown and what the values
+see, so variants that act on the map after `probabilities` act on the mixed
+one (AttnScale rescales the post-softmax head-mixed map; its rows need not
+sum to one, and Â·V = (1 + ω)·A·V − ω·mean(V) still holds exactly). Under a
+mask the mixed probabilities are zeroed on masked keys (the bias would give
+them weight). The map is needed, so no fused path. Off (default): no
+parameters, the numbers of before.
 """
 
 from __future__ import annotations
@@ -80,12 +93,19 @@ class Attention(nn.Module):
       and `out` Dense layers) or an eigen-reparameterization of W_V W_proj
       (paper 003, §4), which needs num_heads·head_dim = width. Checked when
       the module is traced.
+    talking_heads: mix the heads of the logits and of the probabilities
+      (module docstring; parameters "talking_heads_logits" and
+      "talking_heads_weights", each kernel (H, H) and bias (H,)).
     implementation: one of IMPLEMENTATIONS (module docstring): "auto"
       (default), "fused" or "explicit"; `use_fused` resolves it per call.
     supports_fused: class constant; True = the variant has a fused path.
+    updates_prefix_only: class constant; True = the queries are the prefix
+      tokens only and the output is (B, num_prefix_tokens, D) (class
+      attention), which a `Block` cannot use.
   """
   mixes_skip: ClassVar[bool] = False
   supports_fused: ClassVar[bool] = False
+  updates_prefix_only: ClassVar[bool] = False
 
   num_heads: int
   head_dim: int | None = None
@@ -102,6 +122,7 @@ class Attention(nn.Module):
   value_output_clip: bool = vo.DEFAULT.clip
   value_output_eps: float = vo.DEFAULT.eps
   implementation: str = "auto"
+  talking_heads: bool = False
 
   @classmethod
   def initial_state(cls, batch_size: int, num_tokens: int, num_heads: int):
@@ -136,6 +157,8 @@ class Attention(nn.Module):
       needs_map.append(f"attention dropout is active (rate {self.dropout_rate})")
     if has_state:
       needs_map.append("the variant carries attention state between layers")
+    if self.talking_heads:
+      needs_map.append("talking heads mix the attention map across heads")
     if self.implementation == "fused" and needs_map:
       raise ValueError("model.attention.implementation='fused' cannot be used here: "
                        + "; ".join(needs_map) + "; use 'auto' or 'explicit'")
@@ -248,12 +271,29 @@ class Attention(nn.Module):
       (B, H, T, T) probabilities (after attention dropout), in `dtype`.
     """
     logits = logits.astype(jnp.float32)
+    if self.talking_heads:
+      logits = self.mix_heads(logits, "talking_heads_logits")
     if mask is not None:
       logits = jnp.where(mask, logits, _MASK_VALUE)
     weights = jax.nn.softmax(logits, axis=-1)
+    if self.talking_heads:
+      weights = self.mix_heads(weights, "talking_heads_weights")
+      if mask is not None:
+        weights = jnp.where(mask, weights, 0.0)
     self.sow_weights(weights, mask)
     weights = nn.Dropout(self.dropout_rate)(weights, deterministic=self.deterministic)
     return weights.astype(self.dtype)
+
+  def mix_heads(self, maps, name: str):
+    """Talking heads: (B, H, T, S) -> (B, H, T, S), out[g] = Σ_h W[h, g]·maps[h] + b[g]
+    (a Dense over the head axis, float32; kernel (H, H) = timm's weightᵀ)."""
+    if not isinstance(self.talking_heads, bool):
+      raise ValueError(f"model.attention.talking_heads={self.talking_heads!r} must be "
+                       "True or False")
+    mixed = nn.Dense(maps.shape[1], kernel_init=get_initializer(self.kernel_init),
+                     dtype=jnp.float32, param_dtype=self.param_dtype,
+                     name=name)(jnp.moveaxis(maps, 1, -1))
+    return jnp.moveaxis(mixed, -1, 1)
 
   def sow_weights(self, weights, mask=None):
     """Records the attention map that the diagnostics read, (B, H, T, T).

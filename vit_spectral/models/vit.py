@@ -291,6 +291,10 @@ class Block(nn.Module):
         name="attention", **set_by_block, **dict(self.attention_kwargs or {}))
 
     check_attention_residual(self.attention_residual, type(attention))
+    if type(attention).updates_prefix_only:
+      raise ValueError(f"model.attention.name={self.attention!r} updates the class token "
+                       "only and cannot run in a Block (its output is not one per token); "
+                       "it is the class stage of models.cait")
     if self.attention_residual != "add" and self.block_order != "pre_norm":
       raise ValueError(
           f"model.block.attention_residual={self.attention_residual!r} needs "
