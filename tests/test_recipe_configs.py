@@ -8,7 +8,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import pytest  # noqa: E402
 import tensorflow_datasets as tfds  # noqa: E402
 
-from vit_spectral.configs import cifar10_vit, cifar100_vit, imagenet_deit  # noqa: E402
+from vit_spectral.configs import (cifar10_vit, cifar100_vit, imagenet_cait,  # noqa: E402
+                                  imagenet_deit)
 from vit_spectral.training import config_checks, robustness, trainer  # noqa: E402
 
 CORRUPTIONS, SEVERITIES = ("brightness", "fog"), (1, 5)
@@ -45,6 +46,7 @@ def _shrink(config, *, image_size=None):
     (cifar10_vit, "recipe=park_kim", None),
     (cifar100_vit, "recipe=table10,corrupted=cifar10_corrupted", 32),
     (imagenet_deit, "", 32),
+    (imagenet_cait, "attn_scale", 32),
 ])
 def test_recipe_trains_two_steps_and_evaluates(module, arg, image_size, tmp_path):
   config = _shrink(module.get_config(arg), image_size=image_size)

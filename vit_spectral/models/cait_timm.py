@@ -247,7 +247,8 @@ def load_timm(weights: Mapping[str, np.ndarray], name: str, *, image_size: int |
     if value is None or (reinit_head and path in _HEAD):
       if initial is None:
         image = jnp.zeros((1, size, size, 3), jnp.float32)
-        initial = _flatten(to_layout(model.init(jax.random.key(0), image)["params"], None))
+        fresh = jax.jit(model.init)(jax.random.key(0), image)["params"]
+        initial = _flatten(to_layout(jax.tree_util.tree_map(np.asarray, fresh), None))
       params[path] = np.asarray(initial[path])
       continue
     if path == "pos_embedding" and tuple(value.shape) != want and value.shape[-1] == want[-1]:

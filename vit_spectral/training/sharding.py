@@ -76,6 +76,9 @@ TENSOR_PARALLEL_RULES = (
     (r"attention/(row|col)_embedding$", (None, None)),
     (r"attention/shared_value/(kernel|bias)$", ()),
     (r"attention/(tau|nu)$", ()),
+    # Talking heads mix every head with every other: whole on each device.
+    (r"attention/talking_heads_(logits|weights)/kernel$", (None, None)),
+    (r"attention/talking_heads_(logits|weights)/bias$", (None,)),
     (r"mlp/fc1/kernel$", (None, "model")),
     (r"mlp/fc1/bias$", ("model",)),
     (r"mlp/fc2/kernel$", ("model", None)),
