@@ -232,3 +232,8 @@ def test_imagenet_rows_are_paper_000_table_1s():
     assert number in imagenet_cait.__doc__
   with pytest.raises(ValueError, match=r"row='nope'; choose one of \['attn_scale', 'baseline'"):
     imagenet_cait.get_config("nope")
+
+
+def test_init_from_says_it_fits_the_vit_only():
+  with pytest.raises(ValueError, match="fits weights to the ViT only, not to CaiT"):
+    pretrained.load_into({}, "vit_spectral", CaiT(**TINY), {}, reinit_head=False)

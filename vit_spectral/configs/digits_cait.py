@@ -26,7 +26,7 @@ from vit_spectral.configs import common, digits_vit
 def get_config(arg=None):
   args = common.parse_arg(arg, depth=4, class_depth=2, width=64, heads=4,
                           attention="dot_product", feat_scale=False, encoder_mode="scan",
-                          steps=1500)
+                          steps=1200)
   config = digits_vit.get_config(f"steps={args.steps}")
   config.model = common.model_config(
       variant="CaiT-XXS24", hidden_size=args.width, depth=args.depth,
