@@ -23,6 +23,7 @@ from vit_spectral.layers.grid_conv import GridConv
 from vit_spectral.layers.initializers import get_initializer
 from vit_spectral.layers.mlp import MlpBlock, check_activation
 from vit_spectral.layers.space_to_depth import space_to_depth
+from vit_spectral.layers import windows as windows_lib
 from vit_spectral.layers.norms import LAYER_NORM_EPSILON, make_norm
 from vit_spectral.models.posemb import POSEMB_CHOICES, sincos_2d
 from vit_spectral.models.segments import BLOCK_NAME, scan_name, segments
@@ -163,6 +164,18 @@ class Block(nn.Module):
     block_order="pre_norm".
   * use_mlp=False: no MLP sub-block (and no norm2). With attention_residual=
     "none" this is the attention-only network of Dong et al. / paper 004 Thm 5.2.
+  * window_size (Swin): attention within non-overlapping windows of the patch
+    grid (`layers.windows`), after a cyclic shift by −window_shift when it is
+    set (shifted windows, with the mask that keeps tokens brought together by
+    the roll apart); the attention sees each window as its own image
+    (grid_size = the window), so AttnScale's and FeatScale's "DC" is the
+    window mean, and the recorded maps are per window, (B·nW, H, N, N).
+  * stripe_width (CSwin): cross-shaped windows: the first half of the heads
+    attend within horizontal stripes (stripe_width rows, full width:
+    submodule "attention_rows"), the second half within vertical stripes
+    (full height, stripe_width columns: "attention_cols"); each head group
+    has its own projections, and the block adds the two outputs. A stripe as
+    wide as the grid is one window: one group of all heads ("attention").
 
   Attributes:
     num_heads: attention heads.
@@ -194,6 +207,12 @@ class Block(nn.Module):
       default) or "gelu_erf" (exact; timm's ViT/DeiT, see `models.pretrained`).
     norm_epsilon: ε of the norms that have one (LayerNorm; 1e-6 as in
       big_vision and timm's ViT/DeiT); the encoder's final norm takes it too.
+    window_size: (rows, cols) of the local attention windows (Swin); None =
+      global attention. window_shift: (rows, cols) of the cyclic shift
+      (shifted windows; (0, 0) = none). stripe_width: CSwin's cross-shaped
+      windows (see above); None = none. Windows need tokens on a grid with no
+      prefix token, a stateless attention variant, attention_residual="add"
+      and no `mask`.
   """
   num_heads: int
   mlp_dim: int
@@ -216,6 +235,9 @@ class Block(nn.Module):
   drop_path_rescale: bool = True
   mlp_activation: str = "gelu_tanh"
   norm_epsilon: float = LAYER_NORM_EPSILON
+  window_size: tuple[int, int] | None = None
+  window_shift: tuple[int, int] = (0, 0)
+  stripe_width: int | None = None
   dtype: Any = jnp.float32
   param_dtype: Any = jnp.float32
 
@@ -259,6 +281,37 @@ class Block(nn.Module):
       raise ValueError(f"model.block.drop_path_rescale={self.drop_path_rescale!r} must "
                        "be True or False")
 
+  def attention_groups(self) -> list[tuple[str, int, tuple[int, int], tuple[int, int]]]:
+    """The attention's head groups: (submodule name, heads, window, shift) each;
+    [("attention", num_heads, None, (0, 0))] for global attention."""
+    if self.window_size is None and self.stripe_width is None:
+      return [("attention", self.num_heads, None, (0, 0))]
+    if self.window_size is not None and self.stripe_width is not None:
+      raise ValueError("model.block sets both window_size and stripe_width; choose one")
+    if self.grid_size is None or self.num_prefix_tokens:
+      raise ValueError("windowed attention (window_size / stripe_width) needs patch tokens "
+                       f"on a grid and no prefix token (got grid_size={self.grid_size}, "
+                       f"num_prefix_tokens={self.num_prefix_tokens})")
+    grid = tuple(self.grid_size)
+    if self.window_size is not None:
+      window = tuple(self.window_size)
+      windows_lib.check_window(grid, window, "model.block.window_size")
+      shift = tuple(self.window_shift)
+      if any(not 0 <= s < w for s, w in zip(shift, window)):
+        raise ValueError(f"model.block.window_shift={shift} must be in [0, window) on each "
+                         f"side (window_size={window})")
+      return [("attention", self.num_heads, window, shift)]
+    width = self.stripe_width
+    if width >= max(grid):
+      return [("attention", self.num_heads, grid, (0, 0))]
+    windows_lib.check_window(grid, (width, width), "model.block.stripe_width")
+    if self.num_heads % 2:
+      raise ValueError(f"model.block.stripe_width needs an even number of heads (half per "
+                       f"stripe direction), got num_heads={self.num_heads}")
+    half = self.num_heads // 2
+    return [("attention_rows", half, (width, grid[1]), (0, 0)),
+            ("attention_cols", half, (grid[0], width), (0, 0))]
+
   def residual(self, x, spec: BranchSpec, branch, drop_path_rate):
     """One branch `spec` around `branch(y, skip)`: (B, T, D) -> (B, T, D)."""
     norm = None
@@ -281,14 +334,24 @@ class Block(nn.Module):
     """carry: (x (B, T, D), state); drop_path_rate: scalar; mask: see attention.base."""
     self.check_options()
     x, state = carry
+    groups = self.attention_groups()
+    windowed = groups[0][2] is not None
     set_by_block = dict(
         num_heads=self.num_heads, dropout_rate=self.attention_dropout_rate,
         deterministic=self.deterministic, kernel_init=self.kernel_init,
         grid_size=self.grid_size, num_prefix_tokens=self.num_prefix_tokens,
         dtype=self.dtype, param_dtype=self.param_dtype)
     assert set(set_by_block) == set(ATTENTION_FIELDS_SET_BY_BLOCK)
-    attention = get_attention(self.attention)(
-        name="attention", **set_by_block, **dict(self.attention_kwargs or {}))
+    attention_cls = get_attention(self.attention)
+    kwargs = dict(self.attention_kwargs or {})
+    if len(groups) > 1 and kwargs.get("head_dim") is None:
+      kwargs["head_dim"] = x.shape[-1] // self.num_heads   # the groups split the heads
+    attentions = [attention_cls(name=name, **dict(set_by_block, num_heads=heads,
+                                                  grid_size=window or self.grid_size,
+                                                  num_prefix_tokens=0 if window
+                                                  else self.num_prefix_tokens), **kwargs)
+                  for name, heads, window, _ in groups]
+    attention = attentions[0]
 
     check_attention_residual(self.attention_residual, type(attention))
     if type(attention).updates_prefix_only:
@@ -299,6 +362,38 @@ class Block(nn.Module):
       raise ValueError(
           f"model.block.attention_residual={self.attention_residual!r} needs "
           f"model.block.block_order='pre_norm' (got {self.block_order!r})")
+    if windowed:
+      if attention_cls.initial_state(1, 1, 1) is not None:
+        raise ValueError(
+            f"attention {self.attention!r} carries a state from layer to layer over the "
+            "whole token sequence; windowed attention (window_size / stripe_width) splits "
+            "the tokens into windows whose count and size change between stages, so the "
+            "state cannot be carried: use a stateless variant")
+      if self.attention_residual != "add" or mask is not None:
+        raise ValueError("windowed attention (window_size / stripe_width) needs "
+                         "model.block.attention_residual='add' and no attention mask")
+      if self.feat_scale and len(groups) > 1:
+        raise ValueError("model.block.feat_scale with stripe_width: the two head groups "
+                         "attend in different windows, so there is no one window mean "
+                         "(DC) to re-weight")
+
+    def windowed_attention(y):
+      """The head groups, each within its windows; (B, T, D) -> (B, T, D)."""
+      grid = tuple(self.grid_size)
+      total = None
+      for module, (_, _, window, shift) in zip(attentions, groups):
+        z = windows_lib.roll(y, grid, (-shift[0], -shift[1])) if any(shift) else y
+        window_mask = None
+        if any(shift):
+          window_mask = jnp.asarray(windows_lib.shifted_window_mask(grid, window, shift))
+          window_mask = jnp.tile(window_mask[:, None], (y.shape[0], 1, 1, 1))
+        z, _ = module(windows_lib.partition(z, grid, window), None, window_mask)
+        if self.feat_scale:  # per window: the DC is the window mean (paper 000, eqs. 10-12)
+          z = FeatScale(dtype=self.dtype, param_dtype=self.param_dtype, name="feat_scale")(z)
+        z = windows_lib.merge(z, grid, window)
+        z = windows_lib.roll(z, grid, shift) if any(shift) else z
+        total = z if total is None else total + z
+      return total
 
     def convolve(y, skip):
       del skip
@@ -311,11 +406,13 @@ class Block(nn.Module):
 
     def attend(y, skip):
       nonlocal state
-      if self.attention_residual == "replace":   # the variant's own skip takes x
+      if windowed:
+        y = windowed_attention(y)
+      elif self.attention_residual == "replace":   # the variant's own skip takes x
         y, state = attention(y, state, mask, skip=skip)
       else:
         y, state = attention(y, state, mask)
-      if self.feat_scale:  # paper 000 eqs. 10-12, on the attention output
+      if self.feat_scale and not windowed:  # paper 000 eqs. 10-12, on the attention output
         y = FeatScale(dtype=self.dtype, param_dtype=self.param_dtype, name="feat_scale")(y)
       if self.attention_residual == "add":
         y = nn.Dropout(self.dropout_rate)(y, deterministic=self.deterministic)
