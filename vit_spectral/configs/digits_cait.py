@@ -1,10 +1,15 @@
 r"""A small CaiT on scikit-learn's digits (1797 real 8×8 grey images).
 
-Launch (CPU, about 3 minutes on 2 quiet cores, compile included):
+Launch (CPU; 1200 steps, about 220 CPU-seconds, so roughly 2-3 minutes on 2
+quiet cores, compile included):
 
   python train.py --config=configs/digits_cait.py --workdir=workdir/digits_cait
 
-Measured: MEASURED.
+Measured (seed 0, the default 1200 steps, 2026-11-23, on the shared 2-core
+machine at load ~5, killed after the step-500 checkpoint and resumed): test
+accuracy (eval_accuracy, 360 held-out digits) 97.8% at step 500, 98.3% at
+1000, 97.5% at the end (1200). A 1500-step run reached 95.8 / 96.9 / 97.5%
+at 500 / 1000 / 1500 (268 CPU-seconds; 8 min 45 s wall at that load).
 
 Model (`models.cait`, class CaiT through the registered name "CaiT-XXS24"
 with its shape overridden): 2×2 patches (16 patch tokens), width 64, 4
