@@ -56,7 +56,7 @@ def test_random_weight_logits_equal_timms(name, images):
   fixture = fx.read_fixture(name)
   model, variables = pretrained.load_timm(fx.fixture_weights(fixture), name)
   assert isinstance(model, CaiT)
-  logits = model.apply(variables, images)
+  logits = jax.jit(model.apply)(variables, images)
   assert fx.relative_error(logits, fixture["logits"]) <= 1e-4
 
 
@@ -81,8 +81,13 @@ def test_attn_scale_and_feat_scale_at_zero_leave_the_logits_unchanged(xxs_weight
   block = variables["params"]["encoder"]["encoderblock"]
   scales = [block["attention"]["omega"], *jax.tree_util.tree_leaves(block["feat_scale"])]
   assert len(scales) == 3 and not any(np.any(s) for s in scales)       # ω, s, t: zeros
-  np.testing.assert_allclose(model.apply(variables, images), plain.apply(plain_vars, images),
+  np.testing.assert_allclose(jax.jit(model.apply)(variables, images),
+                             jax.jit(plain.apply)(plain_vars, images),
                              rtol=1e-5, atol=1e-5)
+  _, fresh_head = cait_timm.load_timm(xxs_weights, "cait_xxs24_224", image_size=32, depth=2,
+                                     num_classes=7)
+  assert fresh_head["params"]["head"]["kernel"].shape == (192, 7)
+  assert not np.any(fresh_head["params"]["head"]["kernel"])             # zero init
 
 
 def test_timm_errors_name_the_tensor_or_the_supported_names(xxs_weights):
@@ -159,7 +164,8 @@ def test_class_stage_leaves_the_patch_tokens_as_the_sa_stage_made_them():
   stage reads the patches and writes only the class token."""
   model = CaiT(**TINY, encoder_mode="loop")
   variables = random_variables(model, TINY_IMAGES)
-  _, state = model.apply(variables, TINY_IMAGES, capture_intermediates=True)
+  _, state = jax.jit(lambda v, x: model.apply(v, x, capture_intermediates=True))(
+      variables, TINY_IMAGES)
   inter = state["intermediates"]
   patches = np.asarray(inter["encoder"]["__call__"][0])           # (B, N, D)
   normed = np.asarray(inter["norm"]["__call__"][0])               # (B, 1 + N, D)
@@ -178,14 +184,15 @@ def test_scan_and_loop_compute_the_same_logits():
       f"encoderblock_{i}": jax.tree_util.tree_map(lambda a, i=i: a[i],
                                                   variables["params"]["encoder"]["encoderblock"])
       for i in range(TINY["depth"])})}
-  np.testing.assert_allclose(scan.apply(variables, TINY_IMAGES),
-                             loop.apply(looped, TINY_IMAGES), rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(jax.jit(scan.apply)(variables, TINY_IMAGES),
+                             jax.jit(loop.apply)(looped, TINY_IMAGES), rtol=1e-5, atol=1e-5)
 
 
 def test_hopfield_runs_in_the_sa_stage_and_is_refused_in_the_class_stage():
   model = CaiT(**TINY, attention="hopfield", encoder_mode="loop")
   variables = random_variables(model, TINY_IMAGES)
-  logits, state = model.apply(variables, TINY_IMAGES, mutable=["intermediates"])
+  logits, state = jax.jit(lambda v, x: model.apply(v, x, mutable=["intermediates"]))(
+      variables, TINY_IMAGES)
   assert np.isfinite(logits).all()
   assert "memory_norm" in state["intermediates"]["encoder"]["encoderblock_1"]["attention"]
   with pytest.raises(ValueError, match="class_attention='hopfield' cannot apply: .*1×T"):

@@ -226,8 +226,11 @@ def load_timm(weights: Mapping[str, np.ndarray], name: str, *, image_size: int |
   model = build_model(_merged({"variant": variant}, overrides), num_classes)
   abstract = _abstract_params(model, size)
   target = _flatten(to_layout(abstract, None))
-  plain = _flatten(to_layout(_abstract_params(
-      build_model({"variant": variant, "encoder_mode": "loop"}, num_classes), size), None))
+  # What the checkpoint must provide: the CaiT of this shape without our mechanisms.
+  shape_overrides = {k: v for k, v in overrides.items()
+                     if k not in ("attention", "block", "layer_overrides")}
+  plain = target if shape_overrides == overrides else _flatten(to_layout(_abstract_params(
+      build_model(_merged({"variant": variant}, shape_overrides), num_classes), size), None))
   missing = sorted(p for p in plain if p in target and p not in converted
                    and not (reinit_head and p in _HEAD))
   if missing:
@@ -240,16 +243,12 @@ def load_timm(weights: Mapping[str, np.ndarray], name: str, *, image_size: int |
                     f"function; {len(leftover)} such tensors), e.g. a deeper checkpoint or "
                     "talking heads turned off")
 
-  params, initial = {}, None
+  params, fresh = {}, []
   for path, spec in target.items():
     want = tuple(spec.shape)
     value = converted.get(path)
     if value is None or (reinit_head and path in _HEAD):
-      if initial is None:
-        image = jnp.zeros((1, size, size, 3), jnp.float32)
-        fresh = jax.jit(model.init)(jax.random.key(0), image)["params"]
-        initial = _flatten(to_layout(jax.tree_util.tree_map(np.asarray, fresh), None))
-      params[path] = np.asarray(initial[path])
+      fresh.append(path)
       continue
     if path == "pos_embedding" and tuple(value.shape) != want and value.shape[-1] == want[-1]:
       value = posemb_lib.resample(value, 0, posemb_lib.grid_of(want[1]), source_grid,
@@ -259,4 +258,16 @@ def load_timm(weights: Mapping[str, np.ndarray], name: str, *, image_size: int |
                       f"needs {want}")
     params[path] = np.asarray(value, dtype=spec.dtype)
   params = to_layout(_nest(params), tree_layout(abstract))
+  if fresh:   # our mechanisms' parameters (or a new head): their initial values
+    params = _initialise_missing(model, params, size)
   return model, {"params": jax.tree_util.tree_map(jnp.asarray, params)}
+
+
+def _initialise_missing(model: CaiT, params: Mapping[str, Any], image_size: int):
+  """`params` completed by the model's own initialisers: one forward pass with
+  the "params" collection mutable initialises exactly the parameters that are
+  absent (cheaper than a whole `init`, which draws every tensor)."""
+  image = jnp.zeros((1, image_size, image_size, 3), jnp.float32)
+  run = jax.jit(lambda p, x: model.apply({"params": p}, x, rngs={"params": jax.random.key(0)},
+                                         mutable=["params"])[1]["params"])
+  return jax.tree_util.tree_map(np.asarray, run(params, image))
