@@ -36,6 +36,8 @@ def _shrink(config, *, image_size=None):
   if image_size:
     config.input.image_size = image_size
   config.model.update(NARROW)
+  if "class_depth" in config.model:     # CaiT: one class-attention block
+    config.model.class_depth = 1
   if robustness.enabled(config.robustness):
     config.robustness.corruptions = CORRUPTIONS
     config.robustness.severities = SEVERITIES
