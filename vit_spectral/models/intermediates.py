@@ -9,7 +9,8 @@ layer order, for scanned and looped encoders alike (several scanned segments,
 Hierarchical backbones (Swin, CSwin) hold one encoder per stage, each in a
 child module with an "encoder" key; `stage_names` finds them in stage order
 and `per_stage` reads each. CaiT's self-attention stage is the top-level
-"encoder" (read as a ViT's); its class stage sows no per-layer blocks.
+"encoder" (read as a ViT's); its class stage's maps (B, H, 1, T), sown under
+"class_stage", are not read per layer.
 """
 
 from __future__ import annotations
