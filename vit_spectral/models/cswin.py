@@ -27,9 +27,9 @@ CSwin-S width 64, depths (2, 4, 32, 2), heads (2, 4, 8, 16); CSwin-B width
 ratio 4, qkv bias, a 7×7 stride-4 stem with padding 2 and 3×3 stride-2
 merges with padding 1 (`embedding="overlapping"`), each followed by a
 LayerNorm (ε 1e-5, PyTorch's), exact GELU, DropPath linear in depth over
-all blocks. Parameters (1000 classes): CSwin-T 22,320,168, CSwin-S
-34,621,480, CSwin-B 77,429,224 (tests/models/test_cswin.py counts the
-official layer list independently; published: 23M, 35M, 78M). One
+all blocks. Parameters (1000 classes): CSwin-T 22,320,552, CSwin-S
+34,643,304, CSwin-B 77,382,184, equal to the official layer list counted
+independently (tests/models/test_cswin.py; published: 23M, 35M, 78M). One
 difference in form, none in function: the official block has one qkv
 projection and one output projection of the two groups' concatenation; here
 each group has its own (the column group's output projection without bias,
@@ -37,17 +37,25 @@ each group has its own (the column group's output projection without bias,
 
 LipsFormer-CSwin-T/S/B (paper 001, §4.2, App. B Table 4, Fig. 3): the CSwin
 shapes with CenterNorm (stem, merges and blocks), scaled cosine attention
-(τ = 12) with LePE, the weighted residual α = 1/L (L: the 3·blocks weighted
-branches), spectral init, the 7×7 depth-wise + 1×1 convolution branch, the
-LipsFormer block order (CenterNorm after the attention and feed-forward sums,
-so no final norm), DropPath without rescaling, and non-overlapping convolution
-embedding and merging "as in Swin" (4×4 stride 4, 2×2 stride 2:
-`embedding="patch"`). Parameters (1000 classes): 23,987,432 / 37,330,664 /
-83,162,728 (the paper rounds: 24M / 38M / 83M). The authors' code
-(IDEA-Research/LipsFormer, models/cswin.py) differs in form: its blocks put
-a second depth-wise 7×7 branch (with GELUs) after the dw+pw one, have no
-norm before the attention, initialise α to 0.2 and divide the heads by √K;
-here the paper's description (and the library's LipsFormer block) is followed.
+(τ = 12) with LePE, the weighted residual α = 1/L (L: the 4·blocks weighted
+branches), spectral init, the convolution branches — "two depth-wise
+convolutions (dwc) and one point-wise convolution (pwc)" (§5.3): the 7×7
+depth-wise + 1×1 branch and a second 7×7 depth-wise branch
+(`Block.extra_depthwise_branch`) — the LipsFormer block order (CenterNorm
+after the attention and feed-forward sums, so no final norm), DropPath
+without rescaling, and non-overlapping convolution embedding and merging "as
+in Swin" (4×4 stride 4, 2×2 stride 2: `embedding="patch"`). Parameters
+(1000 classes): 23,780,136 / 37,505,832 / 83,052,232, equal to the
+authors' code's layer list (IDEA-Research/LipsFormer, models/cswin.py,
+`dw_conv_layer=2`; the paper rounds: 24M / 38M / 83M). Where that code
+differs from the paper, the paper (and the library's LipsFormer block) is
+followed: the code has GELUs inside the convolution branches, one
+CenterNorm per block after the feed-forward sum (it declares a second, unused:
+same parameter count) where the paper has one after the attention sum and
+one after the feed-forward sum, α initialised to 0.2 rather than 1/L, and in
+the cosine attention un-normalised V and the heads divided by √K rather than
+K (`attention.cosine`'s defaults follow the paper; LePE convolves the V that
+is mixed, V̂ there).
 
 Errors: the Hopfield score memory cannot cross windows or stages (raises,
 `Block`); FeatScale needs one window mean (raises with two stripe groups);
