@@ -32,6 +32,13 @@ rules), on synthetic images. For each configuration it reports:
   python benchmarks/throughput.py --model=Ti/4 --image=32 --attention=attn_scale
   python benchmarks/throughput.py --model=S/4 --image=32 --width=192 --depth=4  # overrides
   python benchmarks/throughput.py --sweep                 # variants x sizes (SWEEP_*)
+  python benchmarks/throughput.py --model=Swin-T --image=224 --batch=32   # a backbone
+  python benchmarks/throughput.py --model=LipsFormer-Swin-T --image=224 --batch=32
+
+`--model` takes the ViT names and the other backbones' names
+(`models.variants.BACKBONE_NAMES`); a backbone keeps its own shape (no
+--patch/--width/... overrides) and its own attention unless --attention is
+given, and has no analytic FLOP count (XLA's is reported).
 
 Defaults pick the backend's shape: on CPU Ti/4 at 32x32, batch 128, float32
 (the CIFAR shape of `benchmarks/vs_timm.py`); elsewhere B/16 at 224x224,
@@ -69,7 +76,7 @@ from vit_spectral.attention import registered_attentions  # noqa: E402
 from vit_spectral.attention.base import IMPLEMENTATIONS  # noqa: E402
 from vit_spectral.attention.value_output import VALUE_OUTPUTS  # noqa: E402
 from vit_spectral.models import build_model  # noqa: E402
-from vit_spectral.models.variants import MODEL_NAMES, variant_fields  # noqa: E402
+from vit_spectral.models.variants import BACKBONE_NAMES, MODEL_NAMES, variant_fields  # noqa: E402
 from vit_spectral.models.vit import ENCODER_MODES  # noqa: E402
 from vit_spectral.training import sharding, steps  # noqa: E402
 from vit_spectral.training.optim import OptimSettings, make_optimizer  # noqa: E402
@@ -192,10 +199,12 @@ class Spec:
   """One benchmark configuration.
 
   Attributes:
-    model: a registered model name ("Ti/16"), its shape overridden by any of
-      patch, width, depth, heads, mlp that is not None.
+    model: a registered model name ("Ti/16", or a backbone: "Swin-T"), a
+      ViT's shape overridden by any of patch, width, depth, heads, mlp that
+      is not None.
     image: image side (square images, 3 channels).
-    attention: a registered attention variant.
+    attention: a registered attention variant; None = the model's own
+      (dot_product for a ViT, the variant's for a backbone).
     implementation: `model.attention.implementation`, one of IMPLEMENTATIONS.
     feat_scale: FeatScale on every block (paper 000).
     value_output: `model.attention.value_output` (paper 003's eigen modes).
@@ -211,7 +220,7 @@ class Spec:
   depth: int | None = None
   heads: int | None = None
   mlp: int | None = None
-  attention: str = "dot_product"
+  attention: str | None = None
   implementation: str = "auto"
   feat_scale: bool = False
   value_output: str = "standard"
@@ -223,8 +232,8 @@ class Spec:
 
   def check(self) -> None:
     """Raises ValueError (one line naming the option and the choices)."""
-    choices = [("model", self.model, MODEL_NAMES),
-               ("attention", self.attention, registered_attentions()),
+    choices = [("model", self.model, MODEL_NAMES + tuple(BACKBONE_NAMES)),
+               ("attention", self.attention or "dot_product", registered_attentions()),
                ("implementation", self.implementation, IMPLEMENTATIONS),
                ("value_output", self.value_output, VALUE_OUTPUTS),
                ("encoder_mode", self.encoder_mode, ENCODER_MODES),
@@ -232,17 +241,28 @@ class Spec:
     for option, value, valid in choices:
       if value not in valid:
         raise ValueError(f"--{option}={value!r}; choose one of {list(valid)}")
+    shape = dict(patch=self.patch, width=self.width, depth=self.depth, heads=self.heads,
+                 mlp=self.mlp)
+    given = [k for k, v in shape.items() if v is not None]
+    if self.model in BACKBONE_NAMES and given:
+      raise ValueError(f"--{given[0]} overrides a ViT's shape; --model={self.model!r} keeps "
+                       "its own (drop the shape flags)")
     if self.batch % jax.device_count():
       raise ValueError(f"--batch={self.batch} does not split over the "
                        f"{jax.device_count()} devices")
 
   def model_config(self) -> dict[str, Any]:
     """`config.model` of this spec (`models.build_model` reads it)."""
-    fields = variant_fields(self.model)
-    overrides = dict(patch_size=self.patch, hidden_size=self.width, depth=self.depth,
-                     num_heads=self.heads, mlp_dim=self.mlp)
-    fields.update({k: v for k, v in overrides.items() if v is not None})
-    attention = dict(name=self.attention, implementation=self.implementation)
+    if self.model in BACKBONE_NAMES:
+      fields = dict(variant=self.model)
+    else:
+      fields = variant_fields(self.model)
+      overrides = dict(patch_size=self.patch, hidden_size=self.width, depth=self.depth,
+                       num_heads=self.heads, mlp_dim=self.mlp)
+      fields.update({k: v for k, v in overrides.items() if v is not None})
+    attention = dict(implementation=self.implementation)
+    if self.attention is not None or self.model not in BACKBONE_NAMES:
+      attention["name"] = self.attention or "dot_product"
     if self.value_output != "standard":
       attention["value_output"] = self.value_output
     block = dict(feat_scale=True) if self.feat_scale else {}
@@ -253,7 +273,8 @@ class Spec:
 
   def label(self) -> str:
     """The variant as a short name: "attn_scale", "dot_product+feat_scale", ..."""
-    parts = [self.attention]
+    parts = [self.attention or ("own attention" if self.model in BACKBONE_NAMES
+                                else "dot_product")]
     if self.feat_scale:
       parts.append("feat_scale")
     if self.value_output != "standard":
@@ -376,17 +397,22 @@ def benchmark(spec: Spec, *, steps_timed: int = 10, warmup: int = 2,
   memory = memory_per_device(compiled)
   flops = model_flops_per_image(spec, mesh)
   cfg = spec.model_config()
-  analytic = analytic_flops_per_image(spec.image, cfg["patch_size"], cfg["hidden_size"],
-                                      cfg["depth"], cfg["mlp_dim"])
+  if spec.model in BACKBONE_NAMES:   # its own shape; no analytic count of a plain ViT
+    analytic, shape, tokens = None, dict(variant=spec.model), None
+  else:
+    analytic = analytic_flops_per_image(spec.image, cfg["patch_size"], cfg["hidden_size"],
+                                        cfg["depth"], cfg["mlp_dim"])
+    shape = dict((k, cfg[k]) for k in ("patch_size", "hidden_size", "depth", "num_heads",
+                                       "mlp_dim"))
+    tokens = (spec.image // cfg["patch_size"]) ** 2 + 1
   row: dict[str, Any] = dict(
       spec=dataclasses.asdict(spec), variant=spec.label(),
-      shape=dict((k, cfg[k]) for k in ("patch_size", "hidden_size", "depth", "num_heads",
-                                       "mlp_dim")),
-      tokens=(spec.image // cfg["patch_size"]) ** 2 + 1,
+      shape=shape, tokens=tokens,
       backend=jax.default_backend(), device_kind=kind, devices=len(devices),
       compile_s=compile_s, memory_bytes_per_device=memory,
       flops_per_image=flops, analytic_flops_per_image=analytic,
-      flops_ratio_xla_to_analytic=None if flops is None else flops / analytic)
+      flops_ratio_xla_to_analytic=None if flops is None or analytic is None
+      else flops / analytic)
   if memory_limit is not None and memory is not None and memory["total"] > memory_limit:
     row["does_not_fit"] = True
     return row
@@ -573,8 +599,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
   parser.add_argument("--image", type=int, help="image side (default: 32 on CPU, 224 elsewhere)")
   for name in ("patch", "width", "depth", "heads", "mlp"):
     parser.add_argument(f"--{name}", type=int, help=f"override the model's {name}")
-  parser.add_argument("--attention", default="dot_product",
-                      help=f"attention variant, one of {list(registered_attentions())}")
+  parser.add_argument("--attention",
+                      help=f"attention variant, one of {list(registered_attentions())} "
+                      "(default: the model's own; dot_product for a ViT)")
   parser.add_argument("--implementation", default="auto", help=f"one of {list(IMPLEMENTATIONS)}")
   parser.add_argument("--feat_scale", action="store_true", help="FeatScale on every block")
   parser.add_argument("--value_output", default="standard", help=f"one of {list(VALUE_OUTPUTS)}")

@@ -27,7 +27,7 @@ from vit_spectral.analysis.lipschitz import (
     gelu_lipschitz, lipsformer_lipschitz_bound, matrix_norm,
     multihead_scsa_lipschitz_bound, norm_lipschitz, scsa_lipschitz_bound,
     vit_lipschitz_bound)
-from vit_spectral.analysis.probe import probe
+from vit_spectral.analysis.probe import probe, probe_stages
 from vit_spectral.analysis.rank import (
     attention_entropy, norm_1_inf, rank_residual_ratio, token_cosine_values, token_residual)
 from vit_spectral.analysis.similarity import (
@@ -42,7 +42,7 @@ __all__ = [
     "exp_kappa_bound", "gaussian_heads", "gelu_lipschitz", "h_matrix", "hc",
     "hc_dc_ratio", "hc_proportion", "head_h_spectra", "layer_kernels",
     "lipsformer_lipschitz_bound", "matrix_norm", "multihead_scsa_lipschitz_bound",
-    "norm_1_inf", "norm_lipschitz", "perron_index", "plot_attention_centres", "probe",
+    "norm_1_inf", "norm_lipschitz", "perron_index", "plot_attention_centres", "probe", "probe_stages",
     "prune_heads", "rank_residual_ratio", "remove_heads", "scsa_lipschitz_bound",
     "smoothing_rate_bound", "theorem4_dominating", "token_cosine_similarity",
     "token_cosine_values", "token_residual", "vit_lipschitz_bound",

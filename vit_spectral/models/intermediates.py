@@ -5,17 +5,24 @@ Run a model with `mutable=["intermediates"]`; then
 `{"attention/attention_weights": (B, H, T, T), "block_output": (B, T, D)}`, in
 layer order, for scanned and looped encoders alike (several scanned segments,
 `models.segments`, are concatenated in layer order).
+
+Hierarchical backbones (Swin, CSwin, CaiT's self-attention stage) hold one
+encoder per stage, each in a child module with an "encoder" key; `stage_names`
+finds them in stage order and `per_stage` reads each.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
 import jax
 
 from vit_spectral.models.layouts import layer_trees
 
-__all__ = ["per_layer"]
+__all__ = ["per_layer", "per_stage", "stage_names"]
+
+_NUMBER = re.compile(r"(\d+)")
 
 
 def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -47,3 +54,34 @@ def per_layer(intermediates: Mapping[str, Any]) -> list[dict[str, jax.Array]]:
     raise KeyError("no 'encoder' in the intermediates: run the model with "
                    "mutable=['intermediates']")
   return [_flatten(layer) for layer in layer_trees(intermediates)]
+
+
+def _natural(key: str) -> list:
+  return [int(part) if part.isdigit() else part for part in _NUMBER.split(key)]
+
+
+def stage_names(tree: Mapping[str, Any]) -> list[str | None]:
+  """The stages of a model's tree (params or intermediates), in stage order:
+  [None] when the tree itself holds the "encoder" (the ViT), else the names of
+  its children that hold one ("stage_0", "stage_1", ..., numbers in numeric
+  order).
+
+  Raises:
+    KeyError: no encoder anywhere (not a library model's tree, or the
+      intermediates were not collected).
+  """
+  if "encoder" in tree:
+    return [None]
+  names = sorted((k for k, v in tree.items() if isinstance(v, Mapping) and "encoder" in v),
+                 key=_natural)
+  if not names:
+    raise KeyError(f"no 'encoder' in the tree nor in any of its children {sorted(tree)}: "
+                   "run the model with mutable=['intermediates'] and pass that collection")
+  return names
+
+
+def per_stage(intermediates: Mapping[str, Any]) -> list[tuple[str | None, list[dict]]]:
+  """[(stage name, `per_layer` of that stage's encoder)] in stage order (one
+  entry, name None, for the ViT)."""
+  return [(name, per_layer(intermediates if name is None else intermediates[name]))
+          for name in stage_names(intermediates)]
