@@ -287,3 +287,16 @@ def test_attn_scale_at_zero_and_scan_equal_loop():
 def test_clear_errors(change, match):
   with pytest.raises(ValueError, match=match):
     CSwin(**dict(TINY, **change)).init(jax.random.key(0), IMAGES)
+
+
+def test_probe_reports_per_stripe_maps_and_per_stage_figures():
+  from vit_spectral import analysis  # noqa: PLC0415
+  model = CSwin(**TINY)
+  variables = jax.jit(model.init)(jax.random.key(0), IMAGES)
+  stage1, stage2 = analysis.probe_stages(model, variables, IMAGES)
+  # Stage 1: 8x8 grid, stripes of one row / one column: 2 images x 8 stripes
+  # of 8 tokens, one head per direction.
+  for group in ("attention_rows", "attention_cols"):
+    assert stage1[f"{group}/attention_weights"].shape == (1, 16, 1, 8, 8)
+  assert stage2["attention_weights"].shape == (2, 2, 4, 16, 16)   # global, 4x4 grid
+  assert analysis.probe(model, variables, IMAGES)["token_cosine_similarity"].shape == (3, 2)
