@@ -64,8 +64,10 @@ def official_lipsformer_cswin_count(dim, depths, classes=1000):
   return total + d * classes + classes
 
 
-# name -> (exact count, the formula's arguments); the paper/README round them:
-# CSwin 23M / 35M / 78M, LipsFormer-CSwin 24M / 38M / 83M (paper 001, Table 4).
+# name -> (exact count, the formula's arguments). Published: CSwin 23M / 35M /
+# 78M (paper and README) where the released code's layer list gives 22.3M /
+# 34.6M / 77.4M (T and B round up there, or count another version: the code is
+# what is matched); LipsFormer-CSwin 24M / 38M / 83M (paper 001, Table 4).
 COUNTS = {
     "CSwin-T": (22_320_552, official_cswin_count, 64, (1, 2, 21, 1)),
     "CSwin-S": (34_643_304, official_cswin_count, 64, (2, 4, 32, 2)),
