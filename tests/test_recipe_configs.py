@@ -1,6 +1,7 @@
 """Every CIFAR and ImageNet recipe builds, trains two steps and evaluates (clean,
 EMA and corruption evaluator) on `tfds.testing.mock_data`."""
 
+import importlib
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -17,7 +18,7 @@ CORRUPTIONS, SEVERITIES = ("brightness", "fog"), (1, 5)
 NARROW = dict(hidden_size=32, num_heads=2, mlp_dim=64, depth=1)
 
 
-def _shrink(config, *, image_size=None):
+def _shrink(config, *, image_size=None, narrow=NARROW):
   """Two steps of the recipe on a CPU: small batch, one narrow block, few
   corruptions.
 
@@ -35,7 +36,7 @@ def _shrink(config, *, image_size=None):
   config.input.download = True  # mock_data makes preparing a no-op
   if image_size:
     config.input.image_size = image_size
-  config.model.update(NARROW)
+  config.model.update(narrow)
   if "class_depth" in config.model:     # CaiT: one class-attention block
     config.model.class_depth = 1
   if robustness.enabled(config.robustness):
@@ -188,3 +189,20 @@ def test_paper_003_recipes_are_park_and_kims():
       assert config[section].to_dict() == reference[section].to_dict(), section
     assert config.label_smoothing == reference.label_smoothing == 0.1
     assert config.input.randaugment_layers > 0 and config.mixup.mixup_alpha > 0
+
+
+# The CSwin recipes' narrow shape: two one-block stages of widths 8 and 16
+# (grids 8 and 4 on 32² images: stripes, then global attention).
+NARROW_CSWIN = dict(hidden_size=8, depths=(1, 1), num_heads=(2, 4), stripe_widths=(1, 4))
+
+
+@pytest.mark.parametrize("name", ["imagenet_cswin", "lipsformer_cswin_imagenet"])
+def test_cswin_recipes_train_two_steps_and_evaluate(name, tmp_path):
+  module = importlib.import_module(f"vit_spectral.configs.{name}")
+  config = _shrink(module.get_config("size=T"), image_size=32, narrow=NARROW_CSWIN)
+  config.input.data_dir = str(tmp_path / "tfds")
+  config_checks.validate_config(config)
+  with tfds.testing.mock_data(num_examples=8):
+    metrics = trainer.train_and_evaluate(config, str(tmp_path / "workdir"))
+  assert 0.0 <= metrics["eval_accuracy"] <= 1.0
+  assert 0.0 <= metrics["eval_ema_accuracy"] <= 1.0

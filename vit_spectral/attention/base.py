@@ -25,6 +25,13 @@ The value and output projections (`project_qkv`'s value, `project_out`) can be
 eigen-reparameterized for every variant alike with the shared field
 `value_output` (paper 003, §4; see `attention.value_output`).
 
+Locally-enhanced positional encoding (CSwin, Dong et al. 2022, §3.3), the
+shared field `lepe`: every variant hands its mixed values (the A·V of the
+explicit or the fused path) and the values V it mixed to `add_lepe`, which
+adds a depth-wise 3×3 convolution of V over the token grid,
+softmax(·)V + DWConv(V), before the output projection. Off (default): no
+parameters, the same numbers.
+
 Implementation (the shared field `implementation`, one of IMPLEMENTATIONS):
 "explicit" builds the (B, H, T, T) map with einsums and sows it; "fused" asks
 `jax.nn.dot_product_attention` for the mixed values without returning the
@@ -58,6 +65,7 @@ import jax
 import jax.numpy as jnp
 
 from vit_spectral.attention import value_output as vo
+from vit_spectral.layers.grid_conv import GridConv
 from vit_spectral.layers.initializers import get_initializer
 
 # Added to masked logits instead of -inf so fully masked rows stay finite.
@@ -98,6 +106,15 @@ class Attention(nn.Module):
       "talking_heads_weights", each kernel (H, H) and bias (H,)).
     implementation: one of IMPLEMENTATIONS (module docstring): "auto"
       (default), "fused" or "explicit"; `use_fused` resolves it per call.
+    lepe: add CSwin's locally-enhanced positional encoding (module
+      docstring, `add_lepe`): submodule "lepe", a depth-wise 3×3 convolution
+      with bias on V laid out on `grid_size`, zero-padded at the grid's
+      border (in a windowed `models.vit.Block` the grid is the window, as the
+      official CSwin's `get_lepe`). False: no parameters.
+    out_bias: the output projection has a bias (with an eigen `value_output`,
+      the "out_bias" parameter). False lets head groups that share one output
+      projection in the reference (CSwin's two stripe directions,
+      `models.vit.Block`) carry its bias once.
     supports_fused: class constant; True = the variant has a fused path.
     updates_prefix_only: class constant; True = the queries are the prefix
       tokens only and the output is (B, num_prefix_tokens, D) (class
@@ -123,6 +140,8 @@ class Attention(nn.Module):
   value_output_eps: float = vo.DEFAULT.eps
   implementation: str = "auto"
   talking_heads: bool = False
+  lepe: bool = False
+  out_bias: bool = True
 
   @classmethod
   def initial_state(cls, batch_size: int, num_tokens: int, num_heads: int):
@@ -223,13 +242,44 @@ class Attention(nn.Module):
     """
     if not self.value_output_settings().eigen:
       return nn.DenseGeneral(
-          features=width, axis=(-2, -1),
+          features=width, axis=(-2, -1), use_bias=self.out_bias,
           kernel_init=get_initializer(self.kernel_init),
           dtype=self.dtype, param_dtype=self.param_dtype, name="out")(y)
     _, w_proj = self._eigen_kernels(width)
     out = jnp.einsum("bthk,hkd->btd", y, w_proj.astype(self.dtype))
+    if not self.out_bias:
+      return out
     return out + self._shared_param("out_bias", nn.initializers.zeros,
                                     (width,)).astype(self.dtype)
+
+  def add_lepe(self, mixed, v):
+    """mixed + LePE(v) with `lepe` (CSwin §3.3), else `mixed` unchanged.
+
+    Every variant calls this once, where its value mixing is complete (after
+    the explicit or the fused path, before its own output scaling and the
+    output projection), so the encoding is one piece of code for all.
+
+    Args:
+      mixed: (B, T, H, Dh) the mixed values (A·V, or a variant's Â·V).
+      v: (B, T, H, Dh) the values that were mixed (the same heads and width;
+        a variant with one value shared by every head broadcasts it first).
+
+    Returns:
+      (B, T, H, Dh) in `mixed`'s dtype: the depth-wise 3×3 convolution (with
+      bias, channels = the heads' H·Dh) of v's grid tokens over `grid_size`,
+      zero padding outside it, added to `mixed`; zero on prefix tokens.
+    """
+    if not self.lepe:
+      return mixed
+    if self.grid_size is None:
+      raise ValueError("model.attention.lepe=True needs tokens on a patch grid "
+                       "(grid_size), the grid its 3x3 convolution runs over")
+    batch, tokens, heads, head_dim = v.shape
+    conv = GridConv(grid_size=tuple(self.grid_size), num_prefix_tokens=self.num_prefix_tokens,
+                    kernel_size=3, depthwise=True, kernel_init=self.kernel_init,
+                    dtype=self.dtype, param_dtype=self.param_dtype, name="lepe")
+    encoding = conv(v.reshape(batch, tokens, heads * head_dim))
+    return mixed + encoding.reshape(v.shape).astype(mixed.dtype)
 
   def _shared_param(self, name: str, init, shape):
     """A parameter that project_qkv and project_out both read.

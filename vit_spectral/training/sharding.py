@@ -63,6 +63,10 @@ TENSOR_PARALLEL_RULES = (
     (r"attention/h_psi$", ("model",)),
     (r"attention/value_bias$", ("model", None)),
     (r"attention/out_bias$", (None,)),
+    # CSwin's LePE (`Attention.lepe`): a depth-wise conv of V, channels = the
+    # heads' (H·Dh, head major), split with the heads.
+    (r"attention/lepe/conv/kernel$", (None, None, None, "model")),
+    (r"attention/lepe/conv/bias$", ("model",)),
     # Per-head parameters: AttnScale's ω (H,), the quadratic and Gaussian
     # positional centres (H, 2), α (H,) and Σ^-1/2 (H, 2, 2), the learned
     # relative encoding's Ŵ_key (Dp, H, Dk) and its v, u (H, Dk).
