@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from scipy.special import erf
 
-from vit_spectral.attention import get_attention, registered_attentions
+from vit_spectral.attention import get_attention, token_attentions
 from vit_spectral.models import layouts
 from vit_spectral.models.build import build_model, model_config, model_kwargs
 from vit_spectral.models.cswin import CSwin, VARIANTS
@@ -212,7 +212,7 @@ def test_stripe_heads_never_see_outside_their_stripe(group, stripe):
 
 # ---------------------------------------------------------------- LePE on every variant
 
-@pytest.mark.parametrize("name", sorted(registered_attentions()))
+@pytest.mark.parametrize("name", sorted(token_attentions()))
 def test_lepe_adds_the_convolution_for_every_variant(name):
   cls = get_attention(name)
   x = jax.random.normal(jax.random.key(0), (2, 16, 8))
