@@ -20,13 +20,16 @@ forward in float32 on two seeded 224² images, and writes the logits:
 
   deit_small_patch16_224.json     timm DeiT-S/16 (names/shapes: its state_dict)
   vit_base_patch16_224.json       timm ViT-B/16
-  swin_tiny_patch4_window7_224.json  timm Swin-T (our converter: models.swin_timm)
   big_vision_augreg_b16.json      an AugReg-named ViT-B/16 .npz (encoderblock_{i}),
                                   read by timm's VisionTransformer
   big_vision_scanned_ti16.json    big_vision's own naming, blocks scanned into
                                   one stack, Ti/16 with depth 3 and gap pooling,
                                   read by VisionTransformer(class_token=False,
                                   global_pool="avg", fc_norm=False, no_embed_class=True)
+  cait_xxs24_224.json             timm CaiT-XXS24 (LayerScale γ and talking heads at
+  cait_s24_224.json               the scales of pretrained_fixtures.scale_of); read by
+                                  models.cait_timm through pretrained.load_timm
+  swin_tiny_patch4_window7_224.json  timm Swin-T, read by models.swin_timm
   posemb_resample.json            timm's resample_abs_pos_embed on seeded
                                   1+7x7 -> 1+12x12 and 1+14x14 -> 1+10x10 embeddings
 
@@ -56,7 +59,7 @@ sys.path.insert(0, ROOT)
 from tests.models import pretrained_fixtures as fx  # noqa: E402  pylint: disable=C0413
 
 TIMM_MODELS = {"deit_small_patch16_224": 1, "vit_base_patch16_224": 2,
-               "swin_tiny_patch4_window7_224": 6}
+               "cait_xxs24_224": 6, "cait_s24_224": 7, "swin_tiny_patch4_window7_224": 8}
 # name: (seed, big_vision_tensors arguments, timm VisionTransformer arguments, our variant)
 BIG_VISION = {
     "big_vision_augreg_b16": (
@@ -152,13 +155,13 @@ def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--check", action="store_true",
                       help="also run our converters and print their relative error")
-  parser.add_argument("--only", default=None,
-                      help="write only this fixture (a name above, without .json)")
+  parser.add_argument("--only", nargs="*", default=None, metavar="NAME",
+                      help="write only these fixtures (names without .json)")
   args = parser.parse_args()
+  wanted = lambda name: args.only is None or name in args.only  # noqa: E731
   torch.set_num_threads(max(1, os.cpu_count() or 1))
   os.makedirs(fx.FIXTURE_DIR, exist_ok=True)
   images = fx.images()
-  wanted = lambda name: args.only in (None, name)  # noqa: E731
   for name, seed in TIMM_MODELS.items():
     if wanted(name):
       make_timm(name, seed, images, args.check)

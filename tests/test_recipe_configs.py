@@ -1,6 +1,7 @@
 """Every CIFAR and ImageNet recipe builds, trains two steps and evaluates (clean,
 EMA and corruption evaluator) on `tfds.testing.mock_data`."""
 
+import importlib
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -8,19 +9,17 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import pytest  # noqa: E402
 import tensorflow_datasets as tfds  # noqa: E402
 
-from vit_spectral.configs import cifar10_vit, cifar100_vit, imagenet_deit  # noqa: E402
+from vit_spectral.configs import (cifar10_vit, cifar100_vit, imagenet_cait,  # noqa: E402
+                                  imagenet_deit)
 from vit_spectral.configs import digits_swin, imagenet_swin  # noqa: E402
 from vit_spectral.training import config_checks, robustness, trainer  # noqa: E402
 
 CORRUPTIONS, SEVERITIES = ("brightness", "fog"), (1, 5)
 # A narrow model: what is under test is the recipe plumbing, not the width.
 NARROW = dict(hidden_size=32, num_heads=2, mlp_dim=64, depth=1)
-# Swin: two stages of one block (8² tokens in 4² shifted windows, then 4²), looped.
-NARROW_STAGES = dict(embed_dim=16, depths=(1, 1), num_heads=(1, 2), window_size=4,
-                     encoder_mode="loop")
 
 
-def _shrink(config, *, image_size=None):
+def _shrink(config, *, image_size=None, narrow=NARROW):
   """Two steps of the recipe on a CPU: small batch, one narrow block, few
   corruptions.
 
@@ -38,7 +37,9 @@ def _shrink(config, *, image_size=None):
   config.input.download = True  # mock_data makes preparing a no-op
   if image_size:
     config.input.image_size = image_size
-  config.model.update(NARROW_STAGES if "depths" in config.model else NARROW)
+  config.model.update(narrow)
+  if "class_depth" in config.model:     # CaiT: one class-attention block
+    config.model.class_depth = 1
   if robustness.enabled(config.robustness):
     config.robustness.corruptions = CORRUPTIONS
     config.robustness.severities = SEVERITIES
@@ -49,8 +50,7 @@ def _shrink(config, *, image_size=None):
     (cifar10_vit, "recipe=park_kim", None),
     (cifar100_vit, "recipe=table10,corrupted=cifar10_corrupted", 32),
     (imagenet_deit, "", 32),
-    (imagenet_swin, "row=swin_s_attn_scale", 32),
-    (imagenet_swin, "row=lipsformer_swin_t", 32),
+    (imagenet_cait, "attn_scale", 32),
 ])
 def test_recipe_trains_two_steps_and_evaluates(module, arg, image_size, tmp_path):
   config = _shrink(module.get_config(arg), image_size=image_size)
@@ -190,6 +190,41 @@ def test_paper_003_recipes_are_park_and_kims():
       assert config[section].to_dict() == reference[section].to_dict(), section
     assert config.label_smoothing == reference.label_smoothing == 0.1
     assert config.input.randaugment_layers > 0 and config.mixup.mixup_alpha > 0
+
+
+# The CSwin recipes' narrow shape: two one-block stages of widths 8 and 16
+# (grids 8 and 4 on 32² images: stripes, then global attention).
+NARROW_CSWIN = dict(hidden_size=8, depths=(1, 1), num_heads=(2, 4), stripe_widths=(1, 4))
+
+
+@pytest.mark.parametrize("name", ["imagenet_cswin", "lipsformer_cswin_imagenet"])
+def test_cswin_recipes_train_two_steps_and_evaluate(name, tmp_path):
+  module = importlib.import_module(f"vit_spectral.configs.{name}")
+  config = _shrink(module.get_config("size=T"), image_size=32, narrow=NARROW_CSWIN)
+  config.input.data_dir = str(tmp_path / "tfds")
+  config_checks.validate_config(config)
+  with tfds.testing.mock_data(num_examples=8):
+    metrics = trainer.train_and_evaluate(config, str(tmp_path / "workdir"))
+  assert 0.0 <= metrics["eval_accuracy"] <= 1.0
+  assert 0.0 <= metrics["eval_ema_accuracy"] <= 1.0
+
+
+# The Swin recipes' narrow shape: two one-block stages (8² tokens in shifted 4²
+# windows, then 4² in one window), looped.
+NARROW_SWIN = dict(embed_dim=16, depths=(1, 1), num_heads=(1, 2), window_size=4,
+                   encoder_mode="loop")
+
+
+@pytest.mark.parametrize("arg", ["row=swin_s_attn_scale", "row=lipsformer_swin_t"])
+def test_swin_recipes_train_two_steps_and_evaluate(arg, tmp_path):
+  config = _shrink(imagenet_swin.get_config(arg), image_size=32, narrow=NARROW_SWIN)
+  config.input.data_dir = str(tmp_path / "tfds")
+  config_checks.validate_config(config)
+  with tfds.testing.mock_data(num_examples=8):
+    metrics = trainer.train_and_evaluate(config, str(tmp_path / "workdir"))
+  assert 0.0 <= metrics["eval_accuracy"] <= 1.0
+  if config.ema_decay:    # LipsFormer's recipe; Swin's has no EMA
+    assert 0.0 <= metrics["eval_ema_accuracy"] <= 1.0
 
 
 def test_digits_swin_trains_two_steps(tmp_path):

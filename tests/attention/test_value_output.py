@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from vit_spectral.analysis.eigen import h_matrix
-from vit_spectral.attention import get_attention, registered_attentions
+from vit_spectral.attention import get_attention, token_attentions
 from vit_spectral.attention import value_output as vo
 from vit_spectral.models import ViT
 
@@ -122,7 +122,7 @@ def test_standard_keeps_dense_parameter_names():
   assert params["value"]["kernel"].shape == (WIDTH, HEADS, WIDTH // HEADS)
 
 
-@pytest.mark.parametrize("name", registered_attentions())
+@pytest.mark.parametrize("name", token_attentions())
 def test_every_registered_variant_gets_the_reparameterization(name):
   model = ViT(num_classes=3, patch_size=4, hidden_size=16, depth=1, num_heads=2, mlp_dim=16,
               attention=name, attention_kwargs={"value_output": "minus"}, encoder_mode="loop")

@@ -8,7 +8,10 @@ names, shapes and seed they are regenerated from. NumPy only (no torch).
 Scales make the function non-trivial: weights N(0, 0.04²) (attention logits and
 MLP activations of order 1), biases N(0, 0.02²), LayerNorm scales 1 + N(0, 0.1²),
 position embedding and CLS token N(0, 0.1²), the head N(0, 0.1²) so that the
-logits are of order 1.
+logits are of order 1. CaiT: LayerScale's γ (timm `gamma_1`, `gamma_2`) 0.5 +
+N(0, 0.1²) rather than its 1e-5 init, so every block changes the function;
+the talking-heads maps (`attn.proj_l`, `attn.proj_w`, heads × heads)
+N(0, 0.5²), so the mixed logits stay of order 1 and the heads really mix.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ IMAGE_SEED = 100
 
 _NORM_SCALE = re.compile(r"(^|[./])(norm\d?|encoder_norm|LayerNorm_\d+)[./](weight|scale)$")
 _HEAD = re.compile(r"^head[./](fc[./])?(weight|kernel)$")   # timm's Swin: head.fc
+_LAYER_SCALE = re.compile(r"[./]gamma_[12]$")
+_TALKING_HEADS = re.compile(r"[./]attn[./]proj_[lw][./]weight$")
 _EMBEDDING = re.compile(r"^(cls_token|pos_embed|cls|pos_embedding|"
                         r"Transformer/posembed_input/pos_embedding)$")
 
@@ -37,6 +42,10 @@ def scale_of(name: str) -> tuple[float, float]:
     return 1.0, 0.1
   if _HEAD.match(name):
     return 0.0, 0.1
+  if _LAYER_SCALE.search(name):
+    return 0.5, 0.1
+  if _TALKING_HEADS.search(name):
+    return 0.0, 0.5
   if _EMBEDDING.match(name):
     return 0.0, 0.1
   if name.endswith("bias"):

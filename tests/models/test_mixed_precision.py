@@ -11,7 +11,7 @@ from jax.extend import core as jax_core
 import numpy as np
 import pytest
 
-from vit_spectral.attention import registered_attentions
+from vit_spectral.attention import token_attentions
 from vit_spectral.configs import digits_vit
 from vit_spectral.data import create_train_dataset
 from vit_spectral.models import build_model
@@ -43,7 +43,7 @@ def equations(jaxpr):
           yield from equations(sub)
 
 
-@pytest.mark.parametrize("attention", registered_attentions())
+@pytest.mark.parametrize("attention", token_attentions())
 def test_bf16_model_keeps_float32_params_scores_softmax_and_logits(attention):
   """Params, attention scores (every (T, T) or grid (N, N) product), the
   softmax's exp, the sown attention weights and the logits are float32 while

@@ -28,9 +28,10 @@ def shrunk_config(name: str):
   """Recipe `name` with one block and images of at most 32² (for compile time)."""
   import importlib  # noqa: PLC0415
   config = importlib.import_module(f"vit_spectral.configs.{name}").get_config()
-  if "depths" in config.model:    # a backbone of stages (Swin): one block each, small windows
+  if "depths" in config.model:    # a backbone of stages (Swin, CSwin): one block each
     config.model.depths = (1,) * len(config.model.depths)
-    config.model.window_size = min(config.model.window_size, 4)
+    if "window_size" in config.model:   # Swin: windows that tile the 32² images' grids
+      config.model.window_size = min(config.model.window_size, 4)
   else:
     config.model.depth = 1
     config.model.layer_overrides = ()

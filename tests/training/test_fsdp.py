@@ -16,7 +16,7 @@ import optax
 import pytest
 from jax.sharding import PartitionSpec as P
 
-from vit_spectral.attention import registered_attentions
+from vit_spectral.attention import token_attentions
 from vit_spectral.configs import common
 from vit_spectral.models import build_model
 from vit_spectral.training import optim, sharding, steps
@@ -204,7 +204,7 @@ def test_fsdp_gathers_each_layers_weights_inside_the_scan(fsdp_4_data_2):
 
 
 def test_the_variants_below_cover_every_registered_attention():
-  assert {v["attention"]["name"] for v in VARIANTS.values()} == set(registered_attentions())
+  assert {v["attention"]["name"] for v in VARIANTS.values()} == set(token_attentions())
 
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))

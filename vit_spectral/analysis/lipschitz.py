@@ -196,6 +196,9 @@ def _branch_lip(spec: BranchSpec, params: Mapping[str, Any],
     depthwise = np.asarray(dw)                                     # (k, k, 1, D)
     pointwise = kernel_matrix(pw)                                  # 1×1: a Dense map per token
     return float(np.abs(depthwise).sum(axis=(0, 1, 2)).max()) * matrix_norm(pointwise)
+  if spec.name == "conv_depthwise":   # the extra depth-wise branch: the same Young bound
+    (module,) = spec.modules
+    return float(np.abs(np.asarray(params[module]["conv"]["kernel"])).sum(axis=(0, 1, 2)).max())
   if spec.name == "attention":
     if block_fields["attention"] != "cosine":
       raise ValueError(f"attention={block_fields['attention']!r} has no Lipschitz "

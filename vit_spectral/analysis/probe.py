@@ -127,10 +127,12 @@ def _stage_names(model, inputs, images) -> list[str | None]:
 def probe(model: nn.Module, variables: Mapping[str, Any], images) -> dict[str, Any]:
   """Per-layer Fourier-domain diagnostics of `model` on `images` (one forward pass).
 
-  A model with stages (Swin, CSwin, CaiT) returns the layers of every stage:
+  A model with stages (Swin, CSwin) returns the layers of every stage:
   the token metrics stacked over all of them, (L, B), "stage" (L,) the stage
   index of each layer, and "stages" = `probe_stages` (the per-window
-  attention figures, which cannot be stacked across stages).
+  attention figures, which cannot be stacked across stages). CaiT keeps its
+  self-attention stage as the top-level "encoder" and is read as a ViT: its
+  `depth` self-attention layers (the class stage's 1×T maps are not probed).
 
   Args:
     model: a library model (any attention variant and block options).

@@ -11,11 +11,13 @@ them. Every variant is an `Attention` subclass (`base.py` states the contract):
   "gaussian"          GaussianAttention            paper 002, App. A.1, eq. 16
   "relative_learned"  LearnedRelativeAttention     paper 002, §4.3, eq. 8
   "hopfield"          HopfieldAttention            paper 004, eq. 10
+  "class_attention"   ClassAttention               CaiT's class stage (class token asks)
 """
 
 from vit_spectral.attention.base import Attention, apply_weights, scaled_dot_logits
 from vit_spectral.attention.fused import fused_attention
-from vit_spectral.attention.registry import get_attention, register_attention, registered_attentions
+from vit_spectral.attention.registry import (get_attention, register_attention, registered_attentions,
+                                            token_attentions)
 
 # Importing a variant's module registers it.
 from vit_spectral.attention.dot_product import DotProductAttention
@@ -27,11 +29,12 @@ from vit_spectral.attention.quadratic import QuadraticAttention, quadratic_preci
 from vit_spectral.attention.gaussian import GaussianAttention, gaussian_precision
 from vit_spectral.attention.relative_learned import LearnedRelativeAttention
 from vit_spectral.attention.hopfield import HopfieldAttention
+from vit_spectral.attention.class_attention import ClassAttention
 from vit_spectral.attention.conv_equivalence import conv_to_quadratic_attention
 from vit_spectral.attention.masks import causal_mask, combine_masks, padding_mask
 
 __all__ = [
-    "Attention", "AttnScaleAttention", "CosineAttention", "DotProductAttention",
+    "Attention", "AttnScaleAttention", "ClassAttention", "CosineAttention", "DotProductAttention",
     "GaussianAttention", "HopfieldAttention", "LearnedRelativeAttention",
     "QuadraticAttention", "RelativePositionAttention",
     "all_pass_apply", "all_pass_rescale", "all_pass_weights", "apply_weights",
@@ -39,5 +42,5 @@ __all__ = [
     "gaussian_precision",
     "get_attention", "padding_mask", "quadratic_precision", "register_attention",
     "registered_attentions", "relative_shifts", "scaled_dot_logits",
-    "smooth_l2_normalize",
+    "smooth_l2_normalize", "token_attentions",
 ]

@@ -177,6 +177,7 @@ class AttnScaleAttention(Attention):
     else:
       weights = self.probabilities(scaled_dot_logits(q, k), mask)  # A, (B, H, T, T)
       out = all_pass_apply(weights, v, omega, mask)
+    out = self.add_lepe(out, v)          # LePE (`lepe`) on top of Â·V, else unchanged
     return self.project_out(out, x.shape[-1]), state
 
   def sow_weights(self, weights, mask=None):

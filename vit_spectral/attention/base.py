@@ -31,6 +31,13 @@ The value and output projections (`project_qkv`'s value, `project_out`) can be
 eigen-reparameterized for every variant alike with the shared field
 `value_output` (paper 003, §4; see `attention.value_output`).
 
+Locally-enhanced positional encoding (CSwin, Dong et al. 2022, §3.3), the
+shared field `lepe`: every variant hands its mixed values (the A·V of the
+explicit or the fused path) and the values V it mixed to `add_lepe`, which
+adds a depth-wise 3×3 convolution of V over the token grid,
+softmax(·)V + DWConv(V), before the output projection. Off (default): no
+parameters, the same numbers.
+
 Implementation (the shared field `implementation`, one of IMPLEMENTATIONS):
 "explicit" builds the (B, H, T, T) map with einsums and sows it; "fused" asks
 `jax.nn.dot_product_attention` for the mixed values without returning the
@@ -40,6 +47,19 @@ the explicit path's), which needs a variant that
 supports it (`supports_fused`) and a call where nobody reads the map: no
 "intermediates" collection, no active attention dropout, no carried state;
 "auto" (default) takes "fused" exactly when those hold. `use_fused` decides.
+
+Talking heads (the shared field `talking_heads`, Shazeer et al. 2020, as CaiT
+uses it: timm's `TalkingHeadAttn`): `probabilities` mixes the heads twice, a
+heads×heads linear map with bias on the logits before the softmax
+("talking_heads_logits") and another on the probabilities after it
+("talking_heads_weights"), both in float32. Every variant that goes through
+`probabilities` gets it; the mixed map is what is sown and what the values
+see, so variants that act on the map after `probabilities` act on the mixed
+one (AttnScale rescales the post-softmax head-mixed map; its rows need not
+sum to one, and Â·V = (1 + ω)·A·V − ω·mean(V) still holds exactly). Under a
+mask the mixed probabilities are zeroed on masked keys (the bias would give
+them weight). The map is needed, so no fused path. Off (default): no
+parameters, the numbers of before.
 """
 
 from __future__ import annotations
@@ -51,6 +71,7 @@ import jax
 import jax.numpy as jnp
 
 from vit_spectral.attention import value_output as vo
+from vit_spectral.layers.grid_conv import GridConv
 from vit_spectral.layers.initializers import get_initializer
 from vit_spectral.layers.windows import relative_position_index
 
@@ -92,12 +113,28 @@ class Attention(nn.Module):
       ((2·rows − 1)(2·cols − 1), H) on `grid_size`, N(0, 0.02²) truncated at
       ±2 as Swin's `trunc_normal_(std=.02)`; prefix tokens get no bias. Off
       (default) = no parameter, the same numbers.
+    talking_heads: mix the heads of the logits and of the probabilities
+      (module docstring; parameters "talking_heads_logits" and
+      "talking_heads_weights", each kernel (H, H) and bias (H,)).
     implementation: one of IMPLEMENTATIONS (module docstring): "auto"
       (default), "fused" or "explicit"; `use_fused` resolves it per call.
+    lepe: add CSwin's locally-enhanced positional encoding (module
+      docstring, `add_lepe`): submodule "lepe", a depth-wise 3×3 convolution
+      with bias on V laid out on `grid_size`, zero-padded at the grid's
+      border (in a windowed `models.vit.Block` the grid is the window, as the
+      official CSwin's `get_lepe`). False: no parameters.
+    out_bias: the output projection has a bias (with an eigen `value_output`,
+      the "out_bias" parameter). False lets head groups that share one output
+      projection in the reference (CSwin's two stripe directions,
+      `models.vit.Block`) carry its bias once.
     supports_fused: class constant; True = the variant has a fused path.
+    updates_prefix_only: class constant; True = the queries are the prefix
+      tokens only and the output is (B, num_prefix_tokens, D) (class
+      attention), which a `Block` cannot use.
   """
   mixes_skip: ClassVar[bool] = False
   supports_fused: ClassVar[bool] = False
+  updates_prefix_only: ClassVar[bool] = False
 
   num_heads: int
   head_dim: int | None = None
@@ -115,6 +152,9 @@ class Attention(nn.Module):
   value_output_eps: float = vo.DEFAULT.eps
   relative_position_bias: bool = False
   implementation: str = "auto"
+  talking_heads: bool = False
+  lepe: bool = False
+  out_bias: bool = True
 
   @classmethod
   def initial_state(cls, batch_size: int, num_tokens: int, num_heads: int):
@@ -149,6 +189,8 @@ class Attention(nn.Module):
       needs_map.append(f"attention dropout is active (rate {self.dropout_rate})")
     if has_state:
       needs_map.append("the variant carries attention state between layers")
+    if self.talking_heads:
+      needs_map.append("talking heads mix the attention map across heads")
     if self.implementation == "fused" and needs_map:
       raise ValueError("model.attention.implementation='fused' cannot be used here: "
                        + "; ".join(needs_map) + "; use 'auto' or 'explicit'")
@@ -213,13 +255,44 @@ class Attention(nn.Module):
     """
     if not self.value_output_settings().eigen:
       return nn.DenseGeneral(
-          features=width, axis=(-2, -1),
+          features=width, axis=(-2, -1), use_bias=self.out_bias,
           kernel_init=get_initializer(self.kernel_init),
           dtype=self.dtype, param_dtype=self.param_dtype, name="out")(y)
     _, w_proj = self._eigen_kernels(width)
     out = jnp.einsum("bthk,hkd->btd", y, w_proj.astype(self.dtype))
+    if not self.out_bias:
+      return out
     return out + self._shared_param("out_bias", nn.initializers.zeros,
                                     (width,)).astype(self.dtype)
+
+  def add_lepe(self, mixed, v):
+    """mixed + LePE(v) with `lepe` (CSwin §3.3), else `mixed` unchanged.
+
+    Every variant calls this once, where its value mixing is complete (after
+    the explicit or the fused path, before its own output scaling and the
+    output projection), so the encoding is one piece of code for all.
+
+    Args:
+      mixed: (B, T, H, Dh) the mixed values (A·V, or a variant's Â·V).
+      v: (B, T, H, Dh) the values that were mixed (the same heads and width;
+        a variant with one value shared by every head broadcasts it first).
+
+    Returns:
+      (B, T, H, Dh) in `mixed`'s dtype: the depth-wise 3×3 convolution (with
+      bias, channels = the heads' H·Dh) of v's grid tokens over `grid_size`,
+      zero padding outside it, added to `mixed`; zero on prefix tokens.
+    """
+    if not self.lepe:
+      return mixed
+    if self.grid_size is None:
+      raise ValueError("model.attention.lepe=True needs tokens on a patch grid "
+                       "(grid_size), the grid its 3x3 convolution runs over")
+    batch, tokens, heads, head_dim = v.shape
+    conv = GridConv(grid_size=tuple(self.grid_size), num_prefix_tokens=self.num_prefix_tokens,
+                    kernel_size=3, depthwise=True, kernel_init=self.kernel_init,
+                    dtype=self.dtype, param_dtype=self.param_dtype, name="lepe")
+    encoding = conv(v.reshape(batch, tokens, heads * head_dim))
+    return mixed + encoding.reshape(v.shape).astype(mixed.dtype)
 
   def _shared_param(self, name: str, init, shape):
     """A parameter that project_qkv and project_out both read.
@@ -264,9 +337,15 @@ class Attention(nn.Module):
     bias = self.position_bias()
     if bias is not None:
       logits = logits + bias
+    if self.talking_heads:
+      logits = self.mix_heads(logits, "talking_heads_logits")
     if mask is not None:
       logits = jnp.where(mask, logits, _MASK_VALUE)
     weights = jax.nn.softmax(logits, axis=-1)
+    if self.talking_heads:
+      weights = self.mix_heads(weights, "talking_heads_weights")
+      if mask is not None:
+        weights = jnp.where(mask, weights, 0.0)
     self.sow_weights(weights, mask)
     weights = nn.Dropout(self.dropout_rate)(weights, deterministic=self.deterministic)
     return weights.astype(self.dtype)
@@ -296,6 +375,16 @@ class Attention(nn.Module):
       grid_bias = jnp.pad(grid_bias, ((0, 0), (p, 0), (p, 0)))
     grid_bias = grid_bias[None]                                          # (1, H, T, T)
     return grid_bias if bias is None else bias.astype(jnp.float32) + grid_bias
+  def mix_heads(self, maps, name: str):
+    """Talking heads: (B, H, T, S) -> (B, H, T, S), out[g] = Σ_h W[h, g]·maps[h] + b[g]
+    (a Dense over the head axis, float32; kernel (H, H) = timm's weightᵀ)."""
+    if not isinstance(self.talking_heads, bool):
+      raise ValueError(f"model.attention.talking_heads={self.talking_heads!r} must be "
+                       "True or False")
+    mixed = nn.Dense(maps.shape[1], kernel_init=get_initializer(self.kernel_init),
+                     dtype=jnp.float32, param_dtype=self.param_dtype,
+                     name=name)(jnp.moveaxis(maps, 1, -1))
+    return jnp.moveaxis(mixed, -1, 1)
 
   def sow_weights(self, weights, mask=None):
     """Records the attention map that the diagnostics read, (B, H, T, T).

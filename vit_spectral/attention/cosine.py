@@ -103,6 +103,8 @@ class CosineAttention(Attention):
       logits = tau.astype(jnp.float32) * cosines
       weights = self.probabilities(logits, mask)           # (B, H, T, T)
       mixed = apply_weights(weights, v)                    # (B, T, H, Dh)
+    # LePE (`lepe`) of the mixed V, inside ν and 1/K as in LipsFormer-CSwin's code.
+    mixed = self.add_lepe(mixed, v)
     y = nu.astype(v.dtype) * mixed
     if self.scale_heads:
       y = y / self.num_heads

@@ -33,4 +33,5 @@ class DotProductAttention(Attention):
     else:
       weights = self.probabilities(scaled_dot_logits(q, k), mask)  # (B, H, T, T)
       mixed = apply_weights(weights, v)
+    mixed = self.add_lepe(mixed, v)                      # LePE (`lepe`), else unchanged
     return self.project_out(mixed, x.shape[-1]), state

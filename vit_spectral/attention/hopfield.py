@@ -93,8 +93,8 @@ class HopfieldAttention(Attention):
     fused = self.use_fused(has_state=bool(self.alpha_hidden))
     q, k, v = self.project_qkv(x)                                    # (B, T, H, Dh)
     if fused:
-      mixed = fused_attention(q, k, v, bias=self.position_bias(), mask=mask,
-                              dtype=self.dtype)
+      mixed = self.add_lepe(fused_attention(q, k, v, bias=self.position_bias(), mask=mask,
+                                            dtype=self.dtype), v)
       return self.mix_skip(x, self.project_out(mixed, x.shape[-1]), skip), state
     scores = scaled_dot_logits(q, k).astype(jnp.float32)             # s_ℓ (B, H, T, T)
     hidden = (1.0 - self.alpha_hidden) * scores
@@ -108,7 +108,7 @@ class HopfieldAttention(Attention):
       self.sow("intermediates", "memory_norm",
                jnp.sqrt(jnp.sum(jnp.square(hidden), axis=(1, 2, 3))))   # ‖h_ℓ‖_F, (B,)
     weights = self.probabilities(hidden, mask)                       # softmax(h_ℓ)
-    out = self.project_out(apply_weights(weights, v), x.shape[-1])
+    out = self.project_out(self.add_lepe(apply_weights(weights, v), v), x.shape[-1])
     return self.mix_skip(x, out, skip), hidden
 
   def mix_skip(self, x, out, skip=None):

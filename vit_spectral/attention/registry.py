@@ -42,6 +42,14 @@ def registered_attentions() -> tuple[str, ...]:
   return tuple(sorted(_REGISTRY))
 
 
+def token_attentions() -> tuple[str, ...]:
+  """Sorted names of the variants with one output per token: those a
+  `models.vit.Block` runs (all but `updates_prefix_only` ones, e.g.
+  "class_attention")."""
+  return tuple(n for n in registered_attentions()
+               if not getattr(_REGISTRY[n], "updates_prefix_only", False))
+
+
 def get_attention(name: str) -> type:
   """Returns the attention module class registered under `name`.
 

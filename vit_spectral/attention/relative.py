@@ -122,9 +122,10 @@ class RelativePositionAttention(Attention):
     v = self.values(x)
     if self.shared_value:
       mixed = jnp.einsum("bhts,bsd->bthd", weights, v)
+      v = jnp.broadcast_to(v[:, :, None, :], mixed.shape)   # for LePE: every head's V
     else:
       mixed = apply_weights(weights, v)
-    return self.project_out(mixed, width)
+    return self.project_out(self.add_lepe(mixed, v), width)
 
   def attend_fused(self, x, q, k, bias, mask=None):
     """`attend` with logits q·kᵀ/√Dh + bias, through `fused.fused_attention`.
@@ -147,7 +148,7 @@ class RelativePositionAttention(Attention):
       v = jnp.broadcast_to(v[:, :, None, :], v.shape[:2] + (self.num_heads, v.shape[-1]))
     mixed = fused_attention(q, k, v, bias=self.position_bias(bias), mask=mask,
                             dtype=self.dtype)
-    return self.project_out(mixed, width)
+    return self.project_out(self.add_lepe(mixed, v), width)
 
   def grid_mask(self, num_tokens: int, mask=None):
     """The caller's mask (or None) and `prefix_mask`: bool, broadcastable to (B, H, T, T)."""

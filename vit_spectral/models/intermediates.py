@@ -6,9 +6,11 @@ Run a model with `mutable=["intermediates"]`; then
 layer order, for scanned and looped encoders alike (several scanned segments,
 `models.segments`, are concatenated in layer order).
 
-Hierarchical backbones (Swin, CSwin, CaiT's self-attention stage) hold one
-encoder per stage, each in a child module with an "encoder" key; `stage_names`
-finds them in stage order and `per_stage` reads each.
+Hierarchical backbones (Swin, CSwin) hold one encoder per stage, each in a
+child module with an "encoder" key; `stage_names` finds them in stage order
+and `per_stage` reads each. CaiT's self-attention stage is the top-level
+"encoder" (read as a ViT's); its class stage's maps (B, H, 1, T), sown under
+"class_stage", are not read per layer.
 """
 
 from __future__ import annotations

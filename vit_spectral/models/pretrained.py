@@ -462,6 +462,10 @@ def load_into(source: Any, format: str, model: ViT, init_params: Mapping[str, An
   """
   if format not in FORMATS:
     raise ValueError(f"format={format!r}; choose one of {list(FORMATS)}")
+  if not isinstance(model, ViT):
+    raise ValueError(f"load_into (config.init_from) fits weights to the ViT only, not to "
+                     f"{type(model).__name__}; load that family's timm weights with "
+                     "load_timm(source, name), which returns its model and variables")
   converted, names, unused = _convert(source, format, model)
   target = _loop_flat(jax.tree_util.tree_map(
       lambda a: jax.ShapeDtypeStruct(np.shape(a), a.dtype), init_params))

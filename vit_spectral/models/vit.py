@@ -89,14 +89,17 @@ class BranchSpec(NamedTuple):
 
 
 def _branch_specs(block_order: str, conv_block: bool, use_mlp: bool,
-                  attention_residual: str, residual_alpha: float | None
-                  ) -> tuple[BranchSpec, ...]:
+                  attention_residual: str, residual_alpha: float | None,
+                  extra_depthwise_branch: bool = False) -> tuple[BranchSpec, ...]:
   """The branches of a `Block` with these fields, in call order (see `Block`)."""
   weighted = residual_alpha is not None
   post = block_order != "pre_norm"
   branches = []
   if conv_block:   # §4.2.1: a weighted residual branch with no CenterNorm after it
     branches.append(BranchSpec("conv", "_conv", ("conv_dw", "conv_pw"), pre_norm=False,
+                               post_norm=False, weighted=weighted))
+  if conv_block and extra_depthwise_branch:   # LipsFormer-CSwin's second dwc (§5.3)
+    branches.append(BranchSpec("conv_depthwise", "_conv2", ("conv2_dw",), pre_norm=False,
                                post_norm=False, weighted=weighted))
   if attention_residual == "add":
     branches.append(BranchSpec("attention", "1", ("attention",), pre_norm=not post,
@@ -174,8 +177,12 @@ class Block(nn.Module):
     attend within horizontal stripes (stripe_width rows, full width:
     submodule "attention_rows"), the second half within vertical stripes
     (full height, stripe_width columns: "attention_cols"); each head group
-    has its own projections, and the block adds the two outputs. A stripe as
-    wide as the grid is one window: one group of all heads ("attention").
+    has its own projections, and the block adds the two outputs. The column
+    group's output projection has no bias (`out_bias=False`): the two
+    projections then hold exactly the parameters of CSwin's one projection
+    of the concatenated groups. A stripe as wide as the grid is one window:
+    one group of all heads ("attention"). The eigen `value_output` needs
+    one group (raises otherwise).
 
   Attributes:
     num_heads: attention heads.
@@ -201,6 +208,11 @@ class Block(nn.Module):
       patch grid, one weighted residual branch ("alpha_conv"); CLS passes
       around it.
     conv_kernel_size: side of the depth-wise kernel (7 in the paper).
+    extra_depthwise_branch: with `conv_block`, a second convolution branch
+      after it: the depth-wise `conv_kernel_size`² convolution alone
+      ("conv2_dw"), weighted ("alpha_conv2"), no norm. LipsFormer-CSwin
+      "use[s] two depth-wise convolutions (dwc) and one point-wise
+      convolution (pwc)" (paper 001, §5.3; the authors' `dw_conv_layer=2`).
     drop_path_rescale: DropPath scales kept branches by 1/(1 − p) (True) or
       leaves them unscaled (False, LipsFormer App. J).
     mlp_activation: the MLP's GELU, "gelu_tanh" (flax's and big_vision's
@@ -232,6 +244,7 @@ class Block(nn.Module):
   residual_alpha: float | None = None
   conv_block: bool = False
   conv_kernel_size: int = 7
+  extra_depthwise_branch: bool = False
   drop_path_rescale: bool = True
   mlp_activation: str = "gelu_tanh"
   norm_epsilon: float = LAYER_NORM_EPSILON
@@ -255,7 +268,8 @@ class Block(nn.Module):
     """The residual branches of a Block with `fields` (others at their defaults)."""
     values = cls.settings(fields)
     return _branch_specs(values["block_order"], values["conv_block"], values["use_mlp"],
-                         values["attention_residual"], values["residual_alpha"])
+                         values["attention_residual"], values["residual_alpha"],
+                         values["extra_depthwise_branch"])
 
   @classmethod
   def ends_in_norm(cls, fields: Mapping[str, Any]) -> bool:
@@ -272,6 +286,9 @@ class Block(nn.Module):
                        "model.block.residual_alpha (e.g. 1/L for L residual branches)")
     if self.conv_block and self.grid_size is None:
       raise ValueError("model.block.conv_block=True needs tokens on a patch grid")
+    if self.extra_depthwise_branch and not self.conv_block:
+      raise ValueError("model.block.extra_depthwise_branch=True is a second convolution "
+                       "branch: it needs model.block.conv_block=True")
     if self.conv_kernel_size < 1:
       raise ValueError(f"model.block.conv_kernel_size={self.conv_kernel_size} "
                        "must be positive")
@@ -346,14 +363,28 @@ class Block(nn.Module):
     kwargs = dict(self.attention_kwargs or {})
     if len(groups) > 1 and kwargs.get("head_dim") is None:
       kwargs["head_dim"] = x.shape[-1] // self.num_heads   # the groups split the heads
+    # Two stripe groups stand for CSwin's one output projection (W [x1; x2] + b
+    # = W1 x1 + W2 x2 + b): the second group's has no bias, so the parameters
+    # match the reference's one by one.
     attentions = [attention_cls(name=name, **dict(set_by_block, num_heads=heads,
                                                   grid_size=window or self.grid_size,
                                                   num_prefix_tokens=0 if window
-                                                  else self.num_prefix_tokens), **kwargs)
-                  for name, heads, window, _ in groups]
+                                                  else self.num_prefix_tokens),
+                                **dict(kwargs, **({"out_bias": False} if n else {})))
+                  for n, (name, heads, window, _) in enumerate(groups)]
     attention = attentions[0]
+    if len(groups) > 1 and attention.value_output_settings().eigen:
+      raise ValueError(
+          f"model.attention.value_output={attention.value_output!r} with stripe_width: "
+          "each stripe group has half the heads, so its heads*head_dim is half the "
+          "width and there is no width x width W_V W_proj to eigen-reparameterize; "
+          "use 'standard'")
 
     check_attention_residual(self.attention_residual, type(attention))
+    if type(attention).updates_prefix_only:
+      raise ValueError(f"model.attention.name={self.attention!r} updates the class token "
+                       "only and cannot run in a Block (its output is not one per token); "
+                       "it is the class stage of models.cait")
     if self.attention_residual != "add" and self.block_order != "pre_norm":
       raise ValueError(
           f"model.block.attention_residual={self.attention_residual!r} needs "
@@ -391,10 +422,10 @@ class Block(nn.Module):
         total = z if total is None else total + z
       return total
 
-    def convolve(y, skip):
+    def convolve(y, skip, layers=(("conv_dw", True), ("conv_pw", False))):
       del skip
-      for name, size, depthwise in (("conv_dw", self.conv_kernel_size, True),
-                                    ("conv_pw", 1, False)):
+      for name, depthwise in layers:
+        size = self.conv_kernel_size if depthwise else 1
         y = GridConv(grid_size=self.grid_size, num_prefix_tokens=self.num_prefix_tokens,
                      kernel_size=size, depthwise=depthwise, kernel_init=self.kernel_init,
                      dtype=self.dtype, param_dtype=self.param_dtype, name=name)(y)
@@ -421,9 +452,14 @@ class Block(nn.Module):
                       activation=self.mlp_activation, dtype=self.dtype,
                       param_dtype=self.param_dtype, name="mlp")(y)
 
-    functions = {"conv": convolve, "attention": attend, "mlp": feed_forward}
+    def convolve_depthwise(y, skip):
+      return convolve(y, skip, layers=(("conv2_dw", True),))
+
+    functions = {"conv": convolve, "conv_depthwise": convolve_depthwise, "attention": attend,
+                 "mlp": feed_forward}
     for spec in _branch_specs(self.block_order, self.conv_block, self.use_mlp,
-                              self.attention_residual, self.residual_alpha):
+                              self.attention_residual, self.residual_alpha,
+                              self.extra_depthwise_branch):
       x = self.residual(x, spec, functions[spec.name], drop_path_rate)
 
     self.sow("intermediates", "block_output", x)

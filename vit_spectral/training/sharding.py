@@ -63,6 +63,10 @@ TENSOR_PARALLEL_RULES = (
     (r"attention/h_psi$", ("model",)),
     (r"attention/value_bias$", ("model", None)),
     (r"attention/out_bias$", (None,)),
+    # CSwin's LePE (`Attention.lepe`): a depth-wise conv of V, channels = the
+    # heads' (H·Dh, head major), split with the heads.
+    (r"attention/lepe/conv/kernel$", (None, None, None, "model")),
+    (r"attention/lepe/conv/bias$", ("model",)),
     # Per-head parameters: AttnScale's ω (H,), the quadratic and Gaussian
     # positional centres (H, 2), α (H,) and Σ^-1/2 (H, 2, 2), the learned
     # relative encoding's Ŵ_key (Dp, H, Dk) and its v, u (H, Dk).
@@ -76,6 +80,9 @@ TENSOR_PARALLEL_RULES = (
     (r"attention/(row|col)_embedding$", (None, None)),
     (r"attention/shared_value/(kernel|bias)$", ()),
     (r"attention/(tau|nu)$", ()),
+    # Talking heads mix every head with every other: whole on each device.
+    (r"attention/talking_heads_(logits|weights)/kernel$", (None, None)),
+    (r"attention/talking_heads_(logits|weights)/bias$", (None,)),
     (r"mlp/fc1/kernel$", (None, "model")),
     (r"mlp/fc1/bias$", ("model",)),
     (r"mlp/fc2/kernel$", ("model", None)),
