@@ -345,9 +345,12 @@ def help_text(flag_values: flags.FlagValues = flags.FLAGS) -> str:
                                subsequent_indent="      "))
   lines += ["", "Recipes (--config=NAME; `python train.py --config=NAME --print_config` "
             "shows every field):"]
-  for name in recipes.recipe_names():
+  names = recipes.recipe_names()
+  column = max(25, max(len(name) for name in names) + 1)   # a space after the longest name
+  for name in names:
     lines.extend(textwrap.wrap(recipe_summary(recipes.recipe_path(name)), 78,
-                               initial_indent=f"  {name:25}", subsequent_indent=" " * 27))
+                               initial_indent=f"  {name:{column}}",
+                               subsequent_indent=" " * (column + 2)))
   lines += ["", "--helpfull lists every flag, the libraries' too."]
   return "\n".join(lines)
 

@@ -8,6 +8,12 @@ planned (every check that depends on the device count) on 1, 2, 4 and 8. Only de
 most 32²) are shrunk, for compile time; batches and meshes are the recipes'.
 No shipped recipe sets a model or fsdp axis (config.mesh.model and .fsdp are 1
 in all): DeiT-S is also compiled on a (data 4, fsdp 2, model 2) mesh.
+
+The ImageNet recipes of the other backbones (Swin, CSwin, CaiT: 9-42 s each to
+compile here even shrunk) are planned on every count, 16 included; their
+sharded steps are compiled and run by tests/test_recipe_configs.py (two steps
+on mock data, 8 devices), and `--dry_run`'s compile of a backbone is covered
+by their digits recipes, compiled here on 16.
 """
 
 import json
@@ -22,6 +28,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 DEVICE_COUNTS = (1, 2, 4, 8, 16)
 MAX_IMAGE_SIZE = 32
 TENSOR_PARALLEL_RECIPE = "imagenet_deit"
+# Backbone recipes planned, not compiled, on 16 devices (see the module docstring).
+PLANNED_ONLY = ("imagenet_swin", "imagenet_cswin", "lipsformer_cswin_imagenet", "imagenet_cait")
 
 
 def shrunk_config(name: str):
@@ -53,7 +61,7 @@ def dry_run_recipes(shard: int, num_shards: int):
     for count in DEVICE_COUNTS:
       row = dict(name=name, devices=count)
       try:
-        if count == max(DEVICE_COUNTS):
+        if count == max(DEVICE_COUNTS) and name not in PLANNED_ONLY:
           report = dry_run.dry_run(shrunk_config(name), jax.devices()[:count])
           assert report.summary()
           row.update(mesh=report.mesh_shape, batch=report.batch_size,
@@ -116,7 +124,7 @@ def test_every_recipe_passes_the_dry_run_on_1_to_16_devices(every_recipe_report)
     one = rows[(name, 1)]
     assert row["params"] == one["params"] > 0 and row["batch"] == one["batch"]
     assert one["eval_batch"] <= row["eval_batch"] < one["eval_batch"] + count
-  for name in names:
+  for name in set(names) - set(PLANNED_ONLY):
     compiled = rows[(name, max(DEVICE_COUNTS))]
     assert compiled["flops"] > 0, name
     # Data parallel: every device holds the float32 params (and more: the
