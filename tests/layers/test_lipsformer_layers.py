@@ -170,3 +170,15 @@ def test_depthwise_conv_equals_flax_grouped_conv(size):
   flax_conv = nn.Conv(6, (size, size), padding="SAME", feature_group_count=6)
   np.testing.assert_allclose(ours.apply({"params": params}, grid),
                              flax_conv.apply({"params": params}, grid), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("size,grid", [(7, (17, 16)), (4, (12, 23))])
+def test_power_iteration_norm_agrees_with_the_svd_on_grids_above_the_exact_limit(size, grid):
+  # Grids over EXACT_MAX_TOKENS (LipsFormer-Swin's 56² stage) take power
+  # iteration; here it is checked against the SVD of every channel's matrix.
+  assert grid[0] * grid[1] > spectral_init.EXACT_MAX_TOKENS
+  kernel = jax.random.normal(jax.random.key(2), (size, size, 1, 4))
+  exact = max(np.linalg.norm(np.asarray(spectral_init.depthwise_grid_matrix(
+      kernel[:, :, 0, c], grid)), 2) for c in range(4))
+  found = float(spectral_init.depthwise_operator_norm(kernel, grid))
+  assert found <= exact * (1 + 1e-5) and found == pytest.approx(exact, rel=1e-3)
