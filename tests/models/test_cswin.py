@@ -272,7 +272,7 @@ def test_attn_scale_at_zero_and_scan_equal_loop():
   # The same parameters in the loop layout give the same logits.
   looped = {k: (layouts.scan_to_loop(v) if k.startswith("stage") else v)
             for k, v in params.items()}
-  assert len(layouts.layer_trees(params["stage2"])) == 2
+  assert len(layouts.layer_trees(params["stage_1"])) == 2
   loop = CSwin(**TINY, encoder_mode="loop")
   np.testing.assert_allclose(jax.jit(loop.apply)({"params": looped}, IMAGES), logits, atol=1e-5)
 

@@ -11,12 +11,12 @@ softmax(·)V). A stripe as wide as the stage's grid is one window: the last
 stage at 224² (7×7 tokens, stripe 7) attends globally with all heads in one
 group, as the official model's last stage.
 
-Layout: stage k (params "stage1" ... "stage{n}") is a strided convolution
-and a norm ("embedding", "embedding_norm": the stem in stage 1, the merging
+Layout: stage k (params "stage_0" ... "stage_{n-1}", as Swin's) is a strided
+convolution and a norm ("embedding", "embedding_norm": the stem in stage_0, the merging
 between stages after it) followed by its blocks, a `models.vit.Encoder`
 named "encoder" (scanned or looped by `encoder_mode`, so
-`models.layouts.layer_trees(params["stage3"])` walks stage 3 like the ViT
-encoder). Widths double from stage to stage. Then the final norm ("norm",
+`models.layouts.layer_trees(params["stage_2"])` walks the third stage like the
+ViT encoder). Widths double from stage to stage. Then the final norm ("norm",
 unless the blocks end in their own norm, the LipsFormer order), the mean of
 the tokens (sown as "pre_logits") and the head.
 
@@ -284,7 +284,7 @@ class CSwin(nn.Module):
           encoder_mode=self.encoder_mode, encoder_unroll=self.encoder_unroll,
           encoder_residuals=self.encoder_residuals, remat=self.remat,
           deterministic=not train, dtype=self.dtype, param_dtype=self.param_dtype,
-          name=f"stage{k + 1}")(x)
+          name=f"stage_{k}")(x)
       start += depth
     batch, rows, cols, width = x.shape
     x = x.reshape(batch, rows * cols, width)
