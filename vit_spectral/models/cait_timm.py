@@ -42,6 +42,7 @@ from vit_spectral.models import posemb as posemb_lib
 from vit_spectral.models.build import build_model
 from vit_spectral.models.cait import VARIANTS, CaiT
 from vit_spectral.models.layouts import to_layout, tree_layout
+from vit_spectral.models.pretrained import flat_paths, nest_paths
 
 __all__ = ["TIMM_NAMES", "load_timm", "timm_params"]
 
@@ -149,27 +150,6 @@ def timm_params(weights: Mapping[str, np.ndarray], num_heads: int
   return out, names
 
 
-def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-  flat = {}
-  for key, value in tree.items():
-    if isinstance(value, Mapping):
-      flat.update(_flatten(value, f"{prefix}{key}/"))
-    else:
-      flat[f"{prefix}{key}"] = value
-  return flat
-
-
-def _nest(flat: Mapping[str, Any]) -> dict[str, Any]:
-  tree: dict[str, Any] = {}
-  for path, value in flat.items():
-    node = tree
-    *parents, leaf = path.split("/")
-    for key in parents:
-      node = node.setdefault(key, {})
-    node[leaf] = value
-  return tree
-
-
 def _abstract_params(model: CaiT, image_size: int) -> dict[str, Any]:
   """Flat loop-layout {path: ShapeDtypeStruct} of `model`'s params."""
   image = jax.ShapeDtypeStruct((1, image_size, image_size, 3), jnp.float32)
@@ -225,11 +205,11 @@ def load_timm(weights: Mapping[str, np.ndarray], name: str, *, image_size: int |
 
   model = build_model(_merged({"variant": variant}, overrides), num_classes)
   abstract = _abstract_params(model, size)
-  target = _flatten(to_layout(abstract, None))
+  target = flat_paths(to_layout(abstract, None))
   # What the checkpoint must provide: the CaiT of this shape without our mechanisms.
   shape_overrides = {k: v for k, v in overrides.items()
                      if k not in ("attention", "block", "layer_overrides")}
-  plain = target if shape_overrides == overrides else _flatten(to_layout(_abstract_params(
+  plain = target if shape_overrides == overrides else flat_paths(to_layout(_abstract_params(
       build_model(_merged({"variant": variant}, shape_overrides), num_classes), size), None))
   missing = sorted(p for p in plain if p in target and p not in converted
                    and not (reinit_head and p in _HEAD))
@@ -257,7 +237,7 @@ def load_timm(weights: Mapping[str, np.ndarray], name: str, *, image_size: int |
       raise _mismatch(f"{label(path)} has shape {tuple(value.shape)}, the model's {path} "
                       f"needs {want}")
     params[path] = np.asarray(value, dtype=spec.dtype)
-  params = to_layout(_nest(params), tree_layout(abstract))
+  params = to_layout(nest_paths(params), tree_layout(abstract))
   if fresh:   # our mechanisms' parameters (or a new head): their initial values
     params = _initialise_missing(model, params, size)
   return model, {"params": jax.tree_util.tree_map(jnp.asarray, params)}

@@ -64,7 +64,7 @@ from vit_spectral.models.weight_files import read_weights
 # (vit_spectral.models.<module>, with `TIMM_NAMES` and `load_timm(weights, name, ...)`).
 TIMM_FAMILIES = {"swin_": "swin_timm", "cait_": "cait_timm"}
 
-__all__ = ["FORMATS", "LoadReport", "TIMM_FAMILIES", "big_vision_params", "load_big_vision", "load_into",
+__all__ = ["FORMATS", "LoadReport", "TIMM_FAMILIES", "flat_paths", "nest_paths", "big_vision_params", "load_big_vision", "load_into",
            "load_timm", "timm_model_config", "timm_params"]
 
 FORMATS = ("timm", "big_vision", "vit_spectral")
@@ -138,7 +138,8 @@ def _check_supported(weights: Mapping[str, Any], markers: Mapping[str, str]) -> 
                         "compute")
 
 
-def _nest(flat: Mapping[str, np.ndarray]) -> dict[str, Any]:
+def nest_paths(flat: Mapping[str, np.ndarray]) -> dict[str, Any]:
+  """{"a/b/c": leaf} -> nested dicts (the inverse of `flat_paths`)."""
   tree: dict[str, Any] = {}
   for path, value in flat.items():
     node = tree
@@ -149,12 +150,13 @@ def _nest(flat: Mapping[str, np.ndarray]) -> dict[str, Any]:
   return tree
 
 
-def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+def flat_paths(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+  """Nested dicts -> {"a/b/c": leaf}: the parameter paths the converters use."""
   flat = {}
   for key, value in tree.items():
     path = f"{prefix}{key}"
     if isinstance(value, Mapping):
-      flat.update(_flatten(value, path + "/"))
+      flat.update(flat_paths(value, path + "/"))
     else:
       flat[path] = value
   return flat
@@ -350,7 +352,7 @@ def _plain_paths(model: ViT, image_size: int) -> set[str]:
               posemb=model.posemb, norm=model.norm, encoder_mode="loop")
   image = jax.ShapeDtypeStruct((1, image_size, image_size, 3), jnp.float32)
   shapes = jax.eval_shape(lambda x: plain.init(jax.random.key(0), x), image)
-  return set(_flatten(shapes["params"]))
+  return set(flat_paths(shapes["params"]))
 
 
 def _image_size(model: ViT, target: Mapping[str, Any]) -> int:
@@ -361,7 +363,7 @@ def _image_size(model: ViT, target: Mapping[str, Any]) -> int:
 
 
 def _loop_flat(tree: Mapping[str, Any]) -> dict[str, Any]:
-  return _flatten(to_layout(tree, None))
+  return flat_paths(to_layout(tree, None))
 
 
 def _fit(converted: Mapping[str, np.ndarray], names: Mapping[str, str], unused: list[str],
@@ -471,7 +473,7 @@ def load_into(source: Any, format: str, model: ViT, init_params: Mapping[str, An
       lambda a: jax.ShapeDtypeStruct(np.shape(a), a.dtype), init_params))
   flat, report = _fit(converted, names, unused, model, target, lambda: init_params,
                       resampling=_RESAMPLING[format], reinit_head=reinit_head)
-  return to_layout(_nest(flat), tree_layout(init_params)), report
+  return to_layout(nest_paths(flat), tree_layout(init_params)), report
 
 
 def _load(converted, names, unused, model_config: dict[str, Any], num_classes: int,
@@ -490,7 +492,7 @@ def _load(converted, names, unused, model_config: dict[str, Any], num_classes: i
   flat, report = _fit(converted, names, unused, model, target, initial,
                       resampling=resampling, reinit_head=reinit_head)
   report.log()
-  params = to_layout(_nest(flat), tree_layout(abstract))
+  params = to_layout(nest_paths(flat), tree_layout(abstract))
   return model, {"params": jax.tree_util.tree_map(jnp.asarray, params)}
 
 

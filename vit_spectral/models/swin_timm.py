@@ -39,6 +39,7 @@ from vit_spectral import errors
 from vit_spectral.layers.windows import relative_position_index
 from vit_spectral.models.build import build_model
 from vit_spectral.models.layouts import to_layout, tree_layout
+from vit_spectral.models.pretrained import flat_paths, nest_paths
 
 __all__ = ["TIMM_NAMES", "load_timm", "timm_swin_params"]
 
@@ -139,27 +140,6 @@ def timm_swin_params(weights: Mapping[str, np.ndarray], num_heads: tuple[int, ..
   return out, names, unused
 
 
-def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-  flat = {}
-  for key, value in tree.items():
-    if isinstance(value, Mapping):
-      flat.update(_flatten(value, f"{prefix}{key}/"))
-    else:
-      flat[f"{prefix}{key}"] = value
-  return flat
-
-
-def _nest(flat: Mapping[str, Any]) -> dict[str, Any]:
-  tree: dict[str, Any] = {}
-  for path, value in flat.items():
-    node = tree
-    *parents, leaf = path.split("/")
-    for key in parents:
-      node = node.setdefault(key, {})
-    node[leaf] = value
-  return tree
-
-
 def _loop_stages(params: Mapping[str, Any]) -> dict[str, Any]:
   """`params` with every stage's encoder in the loop layout."""
   return {k: (to_layout(v, None) if k.startswith("stage_") and "encoder" in v else v)
@@ -219,9 +199,9 @@ def load_timm(weights: Mapping[str, np.ndarray], name: str, *, image_size: int |
   model = build_model(config, num_classes)
   abstract = jax.eval_shape(lambda x: model.init(jax.random.key(0), x), image)["params"]
   plain = build_model(dict(plain_config, encoder_mode="loop"), num_classes)
-  required = set(_flatten(jax.eval_shape(lambda x: plain.init(jax.random.key(0), x),
+  required = set(flat_paths(jax.eval_shape(lambda x: plain.init(jax.random.key(0), x),
                                          image)["params"]))
-  target = _flatten(_loop_stages(abstract))
+  target = flat_paths(_loop_stages(abstract))
   head = {"head/kernel", "head/bias"} if reinit_head else set()
   missing = sorted(p for p in required & set(target) if p not in converted and p not in head)
   if missing:
@@ -234,7 +214,7 @@ def load_timm(weights: Mapping[str, np.ndarray], name: str, *, image_size: int |
     value = None if path in head else converted.get(path)
     if value is None:
       if initial is None:
-        initial = _flatten(_loop_stages(model.init(jax.random.key(0), image)["params"]))
+        initial = flat_paths(_loop_stages(model.init(jax.random.key(0), image)["params"]))
       flat[path] = np.asarray(initial[path])
       continue
     if tuple(value.shape) != tuple(spec.shape):
@@ -245,5 +225,5 @@ def load_timm(weights: Mapping[str, np.ndarray], name: str, *, image_size: int |
   unused += sorted({names[p] for p in converted if p not in target})
   if unused:
     logging.warning("pretrained: unused tensors of %s: %s", name, unused)
-  params = _as_layout_of(_nest(flat), abstract)
+  params = _as_layout_of(nest_paths(flat), abstract)
   return model, {"params": jax.tree_util.tree_map(jnp.asarray, params)}
