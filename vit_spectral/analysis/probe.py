@@ -101,6 +101,11 @@ def probe_stages(model: nn.Module, variables: Mapping[str, Any], images
     attention keys with their name: "attention_rows/attention_weights", ...
   """
   inputs = {k: v for k, v in variables.items() if k != "intermediates"}
+  return _probe_stages(model, inputs, images, _stage_names(model, inputs, images))
+
+
+def _probe_stages(model, inputs, images, names: list[str | None]) -> list[dict[str, Any]]:
+  """`probe_stages` once the stages' `names` are known (one eval_shape)."""
 
   @jax.jit
   def run(inputs, images):
@@ -113,8 +118,7 @@ def probe_stages(model: nn.Module, variables: Mapping[str, Any], images
       stages.append({k: jnp.stack([m[k] for m in metrics]) for k in sorted(keys)})
     return stages
 
-  return [dict(arrays, name=name) for (name, arrays) in
-          zip(_stage_names(model, inputs, images), run(inputs, images))]
+  return [dict(arrays, name=name) for (name, arrays) in zip(names, run(inputs, images))]
 
 
 def _stage_names(model, inputs, images) -> list[str | None]:
@@ -151,8 +155,9 @@ def probe(model: nn.Module, variables: Mapping[str, Any], images) -> dict[str, A
     Average over axis 1 for per-layer numbers.
   """
   inputs = {k: v for k, v in variables.items() if k != "intermediates"}
-  if _stage_names(model, inputs, images) != [None]:
-    stages = probe_stages(model, inputs, images)
+  names = _stage_names(model, inputs, images)
+  if names != [None]:
+    stages = _probe_stages(model, inputs, images, names)
     out: dict[str, Any] = {k: jnp.concatenate([s[k] for s in stages]) for k in TOKEN_METRICS}
     out["stage"] = jnp.concatenate([jnp.full(len(s["hc_dc_ratio"]), i, jnp.int32)
                                     for i, s in enumerate(stages)])
