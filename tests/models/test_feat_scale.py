@@ -72,3 +72,53 @@ def test_feat_scale_config_is_checked():
   with pytest.raises(ValueError, match="model.block.feat_scale='yes'"):
     bad = ViT(**FIELDS, block_options=dict(feat_scale="yes"))
     jax.eval_shape(bad.init, jax.random.key(0), jnp.zeros((1, 8, 8, 1)))
+
+
+def test_authors_deit_form_adds_the_reweighted_parts_twice():
+  """The authors' DeiT featscale.py, line by line in NumPy: x_attn = x_attn + x_d·s
+  + x_h·t, then the residual branch is x_attn + x_d·s + x_h·t; that is eqs. 10-12
+  with s and t doubled."""
+  rng = np.random.default_rng(3)
+  y = rng.standard_normal((2, 5, 4))
+  s, t = rng.standard_normal(4), rng.standard_normal(4)
+  variables = {"params": {"dc_scale": s, "hc_scale": t}}
+  out = FeatScale(form="authors_deit").apply(variables, jnp.asarray(y))
+  x_d = y.mean(axis=-2, keepdims=True) * s
+  x_h = (y - y.mean(axis=-2, keepdims=True)) * t
+  x_attn = y + x_d + x_h
+  np.testing.assert_allclose(out, x_attn + x_d + x_h, rtol=1e-5, atol=1e-5)
+  mean = y.mean(axis=-2, keepdims=True)
+  doubled = mean * (1 + 2 * s) + (y - mean) * (1 + 2 * t)       # eqs. 10-12, 2s and 2t
+  np.testing.assert_allclose(out, doubled, rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(FeatScale().apply(variables, jnp.asarray(y)),
+                             mean * (1 + s) + (y - mean) * (1 + t), rtol=1e-5, atol=1e-5)
+
+
+def test_authors_deit_form_in_a_vit_equals_the_equations_with_doubled_scales():
+  x = jax.random.normal(jax.random.key(4), (2, 8, 8, 1))
+  forms = {form: ViT(**FIELDS, block_options=dict(feat_scale=True, feat_scale_form=form))
+           for form in ("equations", "authors_deit")}
+  params = jax.jit(forms["equations"].init)(jax.random.key(0), x)["params"]
+  params["head"]["kernel"] = jax.random.normal(jax.random.key(2), params["head"]["kernel"].shape)
+  block = params["encoder"]["encoderblock"]
+  block["feat_scale"] = jax.tree_util.tree_map(
+      lambda a: 0.3 * jax.random.normal(jax.random.key(5), a.shape), block["feat_scale"])
+  doubled = jax.tree_util.tree_map(lambda a: a, params)
+  doubled["encoder"]["encoderblock"]["feat_scale"] = jax.tree_util.tree_map(
+      lambda a: 2 * a, block["feat_scale"])
+  authors = jax.jit(forms["authors_deit"].apply)({"params": params}, x)
+  np.testing.assert_allclose(authors, jax.jit(forms["equations"].apply)({"params": doubled}, x),
+                             rtol=1e-5, atol=1e-5)
+  assert not np.allclose(authors, jax.jit(forms["equations"].apply)({"params": params}, x))
+
+
+def test_feat_scale_form_is_reachable_from_config_and_checked():
+  config = digits_vit.get_config()
+  config.model.block = dict(feat_scale=True, feat_scale_form="authors_deit")
+  validate_model(config.model, 8)
+  config.model.block = dict(feat_scale=True, feat_scale_form="authors")
+  with pytest.raises(ValueError, match=r"model.block.feat_scale_form='authors'; choose one "
+                     r"of \['equations', 'authors_deit'\]"):
+    validate_model(config.model, 8)
+  with pytest.raises(ValueError, match=r"FeatScale.form='twice'; choose one of"):
+    FeatScale(form="twice").init(jax.random.key(0), jnp.zeros((1, 3, 2)))

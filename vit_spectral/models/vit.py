@@ -18,7 +18,7 @@ import jax.numpy as jnp
 
 from vit_spectral.attention import get_attention
 from vit_spectral.layers.drop_path import DropPath, linear_drop_path_rates
-from vit_spectral.layers.feat_scale import FeatScale
+from vit_spectral.layers.feat_scale import FeatScale, check_feat_scale_form
 from vit_spectral.layers.grid_conv import GridConv
 from vit_spectral.layers.initializers import get_initializer
 from vit_spectral.layers.mlp import MlpBlock, check_activation
@@ -155,7 +155,10 @@ class Block(nn.Module):
   parameters, same numbers):
 
   * feat_scale: FeatScale (paper 000, eqs. 10-12) re-weights the DC and
-    high-frequency parts of the attention output before dropout.
+    high-frequency parts of the attention output before dropout;
+    feat_scale_form picks eqs. 10-12 as written ("equations") or the
+    authors' DeiT code, which adds the re-weighted parts twice
+    ("authors_deit", `layers.feat_scale`).
   * attention_residual="replace" (paper 004): x <- Attn(Norm(x), skip=x). The
     attention's own skip path (Hopfield's α·skip) takes the block input x and
     replaces the residual: α·x + (1 - α)·Attn(Norm(x)). Needs a variant with
@@ -198,6 +201,10 @@ class Block(nn.Module):
     feat_scale: re-weight the DC and high-frequency parts of the attention
       output per channel (paper 000, FeatScale, eqs. 10-12; submodule
       "feat_scale"). Off = no parameters, exactly the plain block.
+    feat_scale_form: with feat_scale, one of `layers.feat_scale.
+      FEAT_SCALE_FORMS`: "equations" (eqs. 10-12; the authors' CaiT and Swin
+      code) or "authors_deit" (the authors' DeiT featscale.py: s and t enter
+      twice). Same parameters; ignored without feat_scale.
     attention_residual: one of ATTENTION_RESIDUALS (see above).
     use_mlp: whether the block has its MLP sub-block.
     block_order: "pre_norm", "post_norm" or "lipsformer" (see above).
@@ -238,6 +245,7 @@ class Block(nn.Module):
   grid_size: tuple[int, int] | None = None
   num_prefix_tokens: int = 0
   feat_scale: bool = False
+  feat_scale_form: str = "equations"
   attention_residual: str = "add"
   use_mlp: bool = True
   block_order: str = "pre_norm"
@@ -294,6 +302,7 @@ class Block(nn.Module):
                        "must be positive")
     if not isinstance(self.feat_scale, bool):
       raise ValueError(f"model.block.feat_scale={self.feat_scale!r} must be True or False")
+    check_feat_scale_form(self.feat_scale_form, "model.block.feat_scale_form")
     if not isinstance(self.drop_path_rescale, bool):
       raise ValueError(f"model.block.drop_path_rescale={self.drop_path_rescale!r} must "
                        "be True or False")
@@ -416,7 +425,8 @@ class Block(nn.Module):
           window_mask = jnp.tile(window_mask[:, None], (y.shape[0], 1, 1, 1))
         z, _ = module(windows_lib.partition(z, grid, window), None, window_mask)
         if self.feat_scale:  # per window: the DC is the window mean (paper 000, eqs. 10-12)
-          z = FeatScale(dtype=self.dtype, param_dtype=self.param_dtype, name="feat_scale")(z)
+          z = FeatScale(form=self.feat_scale_form, dtype=self.dtype,
+                        param_dtype=self.param_dtype, name="feat_scale")(z)
         z = windows_lib.merge(z, grid, window)
         z = windows_lib.roll(z, grid, shift) if any(shift) else z
         total = z if total is None else total + z
@@ -440,7 +450,8 @@ class Block(nn.Module):
       else:
         y, state = attention(y, state, mask)
       if self.feat_scale and not windowed:  # paper 000 eqs. 10-12, on the attention output
-        y = FeatScale(dtype=self.dtype, param_dtype=self.param_dtype, name="feat_scale")(y)
+        y = FeatScale(form=self.feat_scale_form, dtype=self.dtype,
+                      param_dtype=self.param_dtype, name="feat_scale")(y)
       if self.attention_residual == "add":
         y = nn.Dropout(self.dropout_rate)(y, deterministic=self.deterministic)
       return y
