@@ -142,8 +142,10 @@ def _group(y, p, grid, window, heads):
   return out.reshape(batch, rows * cols, width)
 
 
-def numpy_cswin_block(x, p, grid, stripe, heads, eps=1e-5):
-  """The official CSWinBlock.forward on our parameters (see the module docstring)."""
+def numpy_cswin_block(x, p, grid, stripe, heads, eps=1e-5, feat_scale_gain=1.0):
+  """The official CSWinBlock.forward on our parameters (see the module docstring);
+  with "feat_scale" parameters, FeatScale on the attention output Y (both groups'
+  projection, the stage map): Y + gain·(DC·s + (Y − DC)·t), DC = Y's token mean."""
   y = _layer_norm(x, p["norm1"], eps)
   rows, cols = grid
   if stripe >= max(grid):
@@ -155,7 +157,12 @@ def numpy_cswin_block(x, p, grid, stripe, heads, eps=1e-5):
     w_out = np.concatenate([p["attention_rows"]["out"]["kernel"],
                             p["attention_cols"]["out"]["kernel"]], 0)
     b_out = p["attention_rows"]["out"]["bias"]       # one bias: the official proj's
-  x = x + mixed @ w_out.reshape(-1, x.shape[-1]) + b_out
+  y = mixed @ w_out.reshape(-1, x.shape[-1]) + b_out
+  if "feat_scale" in p:
+    dc = y.mean(axis=1, keepdims=True)                       # (B, 1, D): all rows·cols tokens
+    y = y + feat_scale_gain * (dc * p["feat_scale"]["dc_scale"]
+                               + (y - dc) * p["feat_scale"]["hc_scale"])
+  x = x + y
   z = _layer_norm(x, p["norm2"], eps)
   hidden = z @ p["mlp"]["fc1"]["kernel"] + p["mlp"]["fc1"]["bias"]
   hidden = 0.5 * hidden * (1 + erf(hidden / np.sqrt(2)))
@@ -184,6 +191,24 @@ def test_block_matches_numpy_cswin_block(stripe):
   expected = numpy_cswin_block(np.asarray(x, np.float64),
                                jax.tree_util.tree_map(lambda a: np.asarray(a, np.float64), params),
                                (4, 4), stripe, 4)
+  err = np.abs(np.asarray(ours) - expected).max() / np.abs(expected).max()
+  assert err < 1e-5, err
+
+
+@pytest.mark.parametrize("stripe", [1, 2, 4])
+@pytest.mark.parametrize("form,gain", [("equations", 1.0), ("authors_deit", 2.0)])
+def test_feat_scale_reweights_the_stripe_groups_sum_with_the_stage_mean(stripe, form, gain):
+  """FeatScale with CSwin's two stripe groups: on their summed output (CSwin's
+  one projection of the concatenated groups, the MSA output) with the token
+  mean of the whole stage map as DC, as the authors' Swin code takes it after
+  merging the windows (their code has no CSwin). s, t random."""
+  form_field = {} if form == "equations" else {"feat_scale_form": form}   # the default
+  block, params, x = _random_block(stripe, key=5, feat_scale=True, **form_field)
+  assert set(params["feat_scale"]) == {"dc_scale", "hc_scale"}
+  (ours, _), _ = block.apply({"params": params}, (x, None), 0.0)
+  expected = numpy_cswin_block(np.asarray(x, np.float64),
+                               jax.tree_util.tree_map(lambda a: np.asarray(a, np.float64), params),
+                               (4, 4), stripe, 4, feat_scale_gain=gain)
   err = np.abs(np.asarray(ours) - expected).max() / np.abs(expected).max()
   assert err < 1e-5, err
 
@@ -279,7 +304,6 @@ def test_attn_scale_at_zero_and_scan_equal_loop():
 
 @pytest.mark.parametrize("change,match", [
     (dict(attention="hopfield"), "carries a state"),
-    (dict(block_options={"feat_scale": True}), "feat_scale with stripe_width"),
     (dict(attention_kwargs={"value_output": "minus"}), "half the heads"),
     (dict(patch_size=3), "not divisible by 6"),
     (dict(stripe_widths=(3, 4)), r"stripe_widths\[0\]=3"),

@@ -107,16 +107,13 @@ def test_shifted_windows_attend_within_their_region_only():
   assert (maps[3] == 0).sum() > 0
 
 
-def test_shifted_window_attention_equals_a_numpy_masked_global_attention():
-  """Windowed attention with shift and bias = global attention over the image
-  restricted to each token's shifted window, plus the bias of the image offset."""
-  block = shifted_block()
-  x = jax.random.normal(jax.random.key(3), (1, 16, 8))
-  params = block.init(jax.random.key(4), (x, None), 0.0)["params"]
-  (out, _), _ = block.apply({"params": params}, (x, None), 0.0)
+def numpy_shifted_attention(params, x):
+  """The attention branch of `shifted_block()` on one image x (16, 8), merged
+  back onto the 4x4 grid: global attention over the image restricted to each
+  token's shifted window, plus the bias of the image offset; (16, 8)."""
   p = jax.tree_util.tree_map(np.asarray, params)
   a = p["attention"]
-  xn = np.asarray(x[0], np.float64)
+  xn = np.asarray(x, np.float64)
   xn = (xn - xn.mean(-1, keepdims=True)) / np.sqrt(xn.var(-1, keepdims=True) + 1e-6)
   xn = xn * p["norm1"]["scale"] + p["norm1"]["bias"]
   q, k, v = (np.einsum("td,dhk->thk", xn, a[n]["kernel"]) + a[n]["bias"]
@@ -133,9 +130,41 @@ def test_shifted_window_attention_equals_a_numpy_masked_global_attention():
   weights = np.exp(logits - logits.max(-1, keepdims=True))
   weights /= weights.sum(-1, keepdims=True)
   mixed = np.einsum("hts,shk->thk", weights, v)
-  expected = (np.asarray(x[0]) + np.einsum("thk,hkd->td", mixed, a["out"]["kernel"])
-              + a["out"]["bias"])
+  return np.einsum("thk,hkd->td", mixed, a["out"]["kernel"]) + a["out"]["bias"]
+
+
+def test_shifted_window_attention_equals_a_numpy_masked_global_attention():
+  """Windowed attention with shift and bias = global attention over the image
+  restricted to each token's shifted window, plus the bias of the image offset."""
+  block = shifted_block()
+  x = jax.random.normal(jax.random.key(3), (1, 16, 8))
+  params = block.init(jax.random.key(4), (x, None), 0.0)["params"]
+  (out, _), _ = block.apply({"params": params}, (x, None), 0.0)
+  expected = np.asarray(x[0]) + numpy_shifted_attention(params, x[0])
   np.testing.assert_allclose(np.asarray(out[0]), expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("form,gain", [("equations", 1), ("authors_deit", 2)])
+def test_feat_scale_on_shifted_windows_takes_the_mean_of_the_merged_stage_map(form, gain):
+  """FeatScale on a shifted-window block re-weights the attention output after
+  the windows are merged and the shift undone: its DC is the mean over all 16
+  tokens of the image (the authors' swin_featscale.py), not over each window's
+  4. NumPy: the merged attention output M, then M + DC·s + (M − DC)·t."""
+  form_field = {} if form == "equations" else {"feat_scale_form": form}   # the default
+  block = shifted_block().clone(feat_scale=True, **form_field)
+  x = jax.random.normal(jax.random.key(3), (2, 16, 8))
+  params = block.init(jax.random.key(4), (x, None), 0.0)["params"]
+  assert set(params["feat_scale"]) == {"dc_scale", "hc_scale"}    # where they always were
+  rng = np.random.default_rng(0)
+  s, t = rng.standard_normal(8), rng.standard_normal(8)
+  params = dict(params, feat_scale={"dc_scale": jnp.asarray(s, jnp.float32),
+                                    "hc_scale": jnp.asarray(t, jnp.float32)})
+  (out, _), _ = block.apply({"params": params}, (x, None), 0.0)
+  for b in range(2):
+    merged = numpy_shifted_attention(params, x[b])               # (16, 8)
+    dc = merged.mean(axis=0, keepdims=True)                      # the whole 4x4 map
+    expected = np.asarray(x[b]) + merged + gain * (dc * s + (merged - dc) * t)
+    np.testing.assert_allclose(np.asarray(out[b]), expected, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("name", ["dot_product", "attn_scale", "cosine"])

@@ -23,8 +23,10 @@ position bias tables), 20 linear warmup epochs from 1e-6 then cosine to 1e-5
 over 300 epochs, gradient clipping 5.0, drop path 0.2 / 0.3 / 0.5 (T / S / B),
 random-resized crop + flip, RandAugment m9-mstd0.5, random erasing 0.25,
 Mixup 0.8 / CutMix 1.0, label smoothing 0.1; no repeated augmentation and no
-EMA (Swin uses neither). Within a window, AttnScale's and FeatScale's DC is the
-window mean (`models.swin`).
+EMA (Swin uses neither). AttnScale's DC is the window's (it acts on each
+window's attention map); FeatScale's is the token mean of the whole stage map,
+after the windows are merged (the authors' swin/models/swin_featscale.py;
+`models.swin`).
 
 LipsFormer-Swin-T (paper 001, Table 6, tiny): AdamW lr 2e-3, betas (0.9,
 0.999), eps 1e-8, weight decay 0.05, no warmup, no gradient clipping, cosine,

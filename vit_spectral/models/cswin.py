@@ -57,11 +57,14 @@ the cosine attention un-normalised V and the heads divided by √K rather than
 K (`attention.cosine`'s defaults follow the paper; LePE convolves the V that
 is mixed, V̂ there).
 
+FeatScale (paper 000) re-weights the two stripe groups' summed output, CSwin's
+one MSA output, with the token mean of the whole stage map as its DC
+(`Block`: the authors' Swin code's reading; their code has no CSwin).
+
 Errors: the Hopfield score memory cannot cross windows or stages (raises,
-`Block`); FeatScale needs one window mean (raises with two stripe groups);
-the eigen `value_output` needs heads·head_dim = width, which a stripe group
-(half the heads) does not have (raises); images whose side the total stride
-or a stage's stripe width does not divide raise.
+`Block`); the eigen `value_output` needs heads·head_dim = width, which a
+stripe group (half the heads) does not have (raises); images whose side the
+total stride or a stage's stripe width does not divide raise.
 """
 
 from __future__ import annotations

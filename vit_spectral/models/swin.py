@@ -12,8 +12,11 @@
 Windows as Swin (and timm) set them: a stage whose grid side is not larger
 than the window attends over the whole side, unshifted (Swin-T's last stage
 at 224²: one 7×7 window). Within a window the attention sees the window as its
-own image (`Block.window_size`): AttnScale's DC (paper 000, eq. 7) and
-FeatScale's DC (eqs. 10-12) are the window mean, not the image mean.
+own image (`Block.window_size`): AttnScale's DC (paper 000, eq. 7, of the
+attention map) is the window's. FeatScale (eqs. 10-12) re-weights the
+attention output after the windows are merged and the shift undone, so its
+DC is the token mean of the whole stage map, as the authors' Swin code takes
+it (VITA-Group/ViT-Anti-Oversmoothing, swin/models/swin_featscale.py).
 
 The relative position bias (§3.2) is the shared attention field
 `relative_position_bias` (`attention.base`), so every registered variant

@@ -174,8 +174,14 @@ class Block(nn.Module):
     grid (`layers.windows`), after a cyclic shift by −window_shift when it is
     set (shifted windows, with the mask that keeps tokens brought together by
     the roll apart); the attention sees each window as its own image
-    (grid_size = the window), so AttnScale's and FeatScale's "DC" is the
-    window mean, and the recorded maps are per window, (B·nW, H, N, N).
+    (grid_size = the window), so AttnScale's "DC" (of the attention map) is
+    the window's, and the recorded maps are per window, (B·nW, H, N, N).
+    FeatScale acts on the attention output after the windows are merged
+    back and the shift undone, so its DC is the token mean of the whole
+    stage map: paper 000 re-weights "the output of MSA", and the authors'
+    Swin code (VITA-Group/ViT-Anti-Oversmoothing,
+    swin/models/swin_featscale.py, SwinTransformerBlock.forward) takes the
+    mean after window_reverse and the reverse cyclic shift.
   * stripe_width (CSwin): cross-shaped windows: the first half of the heads
     attend within horizontal stripes (stripe_width rows, full width:
     submodule "attention_rows"), the second half within vertical stripes
@@ -185,7 +191,10 @@ class Block(nn.Module):
     projections then hold exactly the parameters of CSwin's one projection
     of the concatenated groups. A stripe as wide as the grid is one window:
     one group of all heads ("attention"). The eigen `value_output` needs
-    one group (raises otherwise).
+    one group (raises otherwise). FeatScale re-weights the sum of the two
+    groups (CSwin's one MSA output) with the stage-wide token mean, as for
+    Swin: the authors' code has no CSwin, and their Swin code's reading
+    (the mean of the merged map) gives the stripes one DC.
 
   Attributes:
     num_heads: attention heads.
@@ -408,10 +417,6 @@ class Block(nn.Module):
       if self.attention_residual != "add" or mask is not None:
         raise ValueError("windowed attention (window_size / stripe_width) needs "
                          "model.block.attention_residual='add' and no attention mask")
-      if self.feat_scale and len(groups) > 1:
-        raise ValueError("model.block.feat_scale with stripe_width: the two head groups "
-                         "attend in different windows, so there is no one window mean "
-                         "(DC) to re-weight")
 
     def windowed_attention(y):
       """The head groups, each within its windows; (B, T, D) -> (B, T, D)."""
@@ -424,9 +429,6 @@ class Block(nn.Module):
           window_mask = jnp.asarray(windows_lib.shifted_window_mask(grid, window, shift))
           window_mask = jnp.tile(window_mask[:, None], (y.shape[0], 1, 1, 1))
         z, _ = module(windows_lib.partition(z, grid, window), None, window_mask)
-        if self.feat_scale:  # per window: the DC is the window mean (paper 000, eqs. 10-12)
-          z = FeatScale(form=self.feat_scale_form, dtype=self.dtype,
-                        param_dtype=self.param_dtype, name="feat_scale")(z)
         z = windows_lib.merge(z, grid, window)
         z = windows_lib.roll(z, grid, shift) if any(shift) else z
         total = z if total is None else total + z
@@ -449,7 +451,7 @@ class Block(nn.Module):
         y, state = attention(y, state, mask, skip=skip)
       else:
         y, state = attention(y, state, mask)
-      if self.feat_scale and not windowed:  # paper 000 eqs. 10-12, on the attention output
+      if self.feat_scale:   # paper 000 eqs. 10-12, on the attention output (windows merged)
         y = FeatScale(form=self.feat_scale_form, dtype=self.dtype,
                       param_dtype=self.param_dtype, name="feat_scale")(y)
       if self.attention_residual == "add":
