@@ -4,20 +4,21 @@ import pytest
 
 from vit_spectral.configs import cifar100_vit_ti_fourier, imagenet_deit_s_fourier
 from vit_spectral.training.config_checks import validate_config
-from vit_spectral.models import model_kwargs
+from vit_spectral.models import build_model, model_kwargs
 
 
-@pytest.mark.parametrize("module,arg,depth,drop_path", [
-    (imagenet_deit_s_fourier, "depth=12", 12, 0.1),
-    (imagenet_deit_s_fourier, "depth=24", 24, 0.2),
-    (cifar100_vit_ti_fourier, "", 12, 0.1),
+@pytest.mark.parametrize("module,arg,depth,drop_path,dropout", [
+    (imagenet_deit_s_fourier, "depth=12", 12, 0.1, 0.0),
+    (imagenet_deit_s_fourier, "depth=24", 24, 0.1, 0.2),
+    (cifar100_vit_ti_fourier, "", 12, 0.1, 0.0),
 ])
 @pytest.mark.parametrize("method", ["baseline", "attn_scale", "feat_scale"])
-def test_recipes_validate_and_select_the_method(module, arg, depth, drop_path, method):
+def test_recipes_validate_and_select_the_method(module, arg, depth, drop_path, dropout, method):
   config = module.get_config(",".join(filter(None, [arg, f"method={method}"])))
   validate_config(config)
   fields = model_kwargs(config.model)
   assert fields["depth"] == depth and fields["drop_path_rate"] == drop_path
+  assert fields.get("dropout_rate", 0.0) == dropout
   assert fields["attention"] == ("attn_scale" if method == "attn_scale" else "dot_product")
   assert fields.get("block_options", {}).get("feat_scale", False) == (method == "feat_scale")
   assert config.optim.weight_decay == 0.05 and config.label_smoothing == 0.1
@@ -28,3 +29,27 @@ def test_unknown_method_or_depth_is_rejected():
     imagenet_deit_s_fourier.get_config("method=featscale")
   with pytest.raises(ValueError, match="depth=16"):
     imagenet_deit_s_fourier.get_config("depth=16")
+
+
+@pytest.mark.parametrize("method", ["baseline", "attn_scale", "feat_scale"])
+def test_depth_24_reads_the_authors_drop_as_dropout_with_deits_drop_path(method):
+  """§5.1's "dropout rate to 0.2" for 24 layers is the authors' `--drop 0.2`
+  (DeiT's dropout, the model's dropout_rate), with `--drop-path` left at DeiT's
+  0.1; the 12-layer commands pass neither. Explicit arguments still win."""
+  model = build_model(imagenet_deit_s_fourier.get_config(f"depth=24,method={method}").model,
+                      1000)
+  assert (model.depth, model.dropout_rate, model.drop_path_rate) == (24, 0.2, 0.1)
+  model = build_model(imagenet_deit_s_fourier.get_config(f"depth=12,method={method}").model,
+                      1000)
+  assert (model.depth, model.dropout_rate, model.drop_path_rate) == (12, 0.0, 0.1)
+  config = imagenet_deit_s_fourier.get_config(f"depth=24,method={method},dropout=0,"
+                                              "drop_path=0.2")
+  assert (config.model.dropout_rate, config.model.drop_path_rate) == (0.0, 0.2)
+
+
+def test_the_authors_deit_feat_scale_form_is_one_field_away():
+  config = imagenet_deit_s_fourier.get_config("depth=24,method=feat_scale")
+  assert config.model.block.feat_scale_form == "equations"     # eqs. 10-12 by default
+  config.model.block.feat_scale_form = "authors_deit"
+  validate_config(config)
+  assert model_kwargs(config.model)["block_options"]["feat_scale_form"] == "authors_deit"
