@@ -124,7 +124,37 @@ def test_drop_path_keeps_or_rescales_the_surviving_branches(rescale, scale):
   kept = ~dropped
   assert 0.15 < dropped.mean() < 0.35
   np.testing.assert_allclose(y[kept], scale * np.asarray(x)[kept], rtol=1e-6)
-  np.testing.assert_array_equal(DropPath(rescale=rescale).apply({}, x, 0.25, True), x)
+  # Evaluation is the expectation over the mask: P(kept)·(kept branch) = (1 − p)·scale·x.
+  np.testing.assert_allclose(DropPath(rescale=rescale).apply({}, x, 0.25, True),
+                             (1 - 0.25) * scale * np.asarray(x), rtol=1e-6)
+
+
+@pytest.mark.parametrize("rescale", [False, True])
+def test_drop_path_evaluation_is_the_mean_of_training_with_a_traced_rate(rescale):
+  # E_m[train] = eval (paper 001 App. J form and timm's), the rate traced as in a
+  # scanned encoder: the mean of many training draws (one key each) against eval.
+  layer, n = DropPath(rescale=rescale), 4000
+  x = jax.random.normal(jax.random.key(0), (3, 5))
+  train = jax.jit(jax.vmap(lambda key, rate: layer.apply({}, x, rate, False,
+                                                         rngs={"dropout": key}),
+                           in_axes=(0, None)))
+  evaluate = jax.jit(lambda rate: layer.apply({}, x, rate, True))
+  for rate in (0.3, 0.5):
+    samples = np.asarray(train(jax.random.split(jax.random.key(1), n), rate))
+    mean, se = samples.mean(0), samples.std(0, ddof=1) / np.sqrt(n)
+    assert np.all(np.abs(mean - np.asarray(evaluate(rate))) <= 5 * se + 1e-6)
+  # A traced rate of 0 leaves x as it is, in training and at evaluation.
+  np.testing.assert_array_equal(evaluate(0.0), x)
+  np.testing.assert_array_equal(train(jax.random.split(jax.random.key(2), 2), 0.0)[0], x)
+
+
+def test_drop_path_scales_bfloat16_in_float32_and_rounds_once():
+  x = jax.random.normal(jax.random.key(0), (4, 8)).astype(jnp.bfloat16)
+  rate = 0.1                                  # 1 − p = 0.9 is not a bfloat16 number
+  y = DropPath(rescale=False).apply({}, x, rate, True)
+  assert y.dtype == jnp.bfloat16
+  expected = (np.asarray(x, np.float32) * np.float32(1 - rate)).astype(jnp.bfloat16)
+  np.testing.assert_array_equal(np.asarray(y), expected)
 
 
 @pytest.mark.parametrize("depthwise,size", [(True, 3), (False, 1)])

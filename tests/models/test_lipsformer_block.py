@@ -154,6 +154,31 @@ def test_block_drop_path_rescale_option(rescale):
   assert kept.any() and dropped.any() and np.all(kept | dropped)
 
 
+@pytest.mark.parametrize("encoder_mode", ["scan", "loop"])
+def test_lipsformer_evaluation_is_the_mean_of_training_without_rescaling(encoder_mode):
+  # A LipsFormer ViT whose blocks have one weighted branch (attention, then
+  # CenterNorm): x <- CN(x + m·α ⊙ SCSA(x)), m ~ Bernoulli(1 − p). CenterNorm is
+  # affine, so the model's output is affine in the last block's mask and the
+  # evaluation output must be the mean of the training outputs over drop masks
+  # (first block: rate 0; second: p = 0.5, a traced rate in scan mode).
+  model = lambda: ViT(
+      num_classes=0, patch_size=2, hidden_size=D, depth=2, num_heads=HEADS, mlp_dim=MLP,
+      norm="center_norm", attention="cosine", attention_kwargs=dict(tau=12.0),
+      drop_path_rate=0.5, encoder_mode=encoder_mode,
+      block_options=dict(block_order="lipsformer", residual_alpha=0.5, use_mlp=False,
+                         drop_path_rescale=False))
+  images = jax.random.normal(jax.random.key(0), (2, 4, 6, 1))
+  variables = model().init(jax.random.key(1), images)
+  n = 2000
+  train = jax.jit(jax.vmap(lambda key: model().apply(variables, images, train=True,
+                                                      rngs={"dropout": key})))
+  samples = np.asarray(train(jax.random.split(jax.random.key(2), n)))    # (n, 2, D)
+  evaluation = np.asarray(model().apply(variables, images))
+  mean, se = samples.mean(0), samples.std(0, ddof=1) / np.sqrt(n)
+  assert se.max() > 1e-3                    # the drop masks do move the output
+  assert np.all(np.abs(mean - evaluation) <= 5 * se + 1e-5)
+
+
 @pytest.mark.parametrize("options,match", [
     (dict(block_order="sandwich"), "block_order"),
     (dict(block_order="lipsformer"), "residual_alpha"),

@@ -147,7 +147,10 @@ class Block(nn.Module):
   ("alpha{suffix}", initialised to `residual_alpha`); with `residual_alpha=None`
   the branch is not weighted (α ≡ 1, no parameter). The attention output goes
   through dropout before DropPath. DropPath rescales kept branches by
-  1/(1 − p) unless `drop_path_rescale=False` (LipsFormer, App. J). Defaults give
+  1/(1 − p) in training unless `drop_path_rescale=False` (LipsFormer, App. J),
+  which keeps them unscaled and scales the branch by (1 − p) at evaluation
+  instead; either way the evaluation output is the training output's mean
+  over the drop masks (`layers.drop_path`). Defaults give
   the plain pre-norm ViT block, parameter names "norm1", "attention", "norm2",
   "mlp".
 
@@ -229,8 +232,9 @@ class Block(nn.Module):
       ("conv2_dw"), weighted ("alpha_conv2"), no norm. LipsFormer-CSwin
       "use[s] two depth-wise convolutions (dwc) and one point-wise
       convolution (pwc)" (paper 001, §5.3; the authors' `dw_conv_layer=2`).
-    drop_path_rescale: DropPath scales kept branches by 1/(1 − p) (True) or
-      leaves them unscaled (False, LipsFormer App. J).
+    drop_path_rescale: DropPath scales kept branches by 1/(1 − p) in training
+      (True) or leaves them unscaled in training and scales the branch by
+      (1 − p) at evaluation (False, LipsFormer App. J).
     mlp_activation: the MLP's GELU, "gelu_tanh" (flax's and big_vision's
       default) or "gelu_erf" (exact; timm's ViT/DeiT, see `models.pretrained`).
     norm_epsilon: ε of the norms that have one (LayerNorm; 1e-6 as in
