@@ -161,6 +161,46 @@ def test_table10_has_one_source(size, dataset):
   assert (a.mixup.mixup_alpha, a.mixup.cutmix_alpha, a.label_smoothing) == (0.8, 1.0, 0.1)
 
 
+# timm train.py: lr = lr_base · (global batch / lr_base_size)^k with --lr-base-size
+# 256 and, --lr-base-scale unset, k = 1/2 for optimizers whose name holds "ada"
+# or "lamb" (AdamW here), k = 1 otherwise.
+TIMM_LR_BASE_SIZE = 256
+SCALING_EXPONENT = {"none": 0.0, "linear": 1.0, "sqrt": 0.5}
+
+
+@pytest.mark.parametrize("scaling", [None, "none", "linear", "sqrt"])
+@pytest.mark.parametrize("size", ["Ti", "S", "B", "L"])
+def test_table10_learning_rate_is_the_base_rate_scaled_by_batch(size, scaling):
+  """Table 10's "base learning rate" 6.25e-5 read as timm's --lr-base, scaled
+  to each size's batch; the default is timm's AdamW rule (sqrt)."""
+  from vit_spectral.configs import hopfield_vit  # noqa: PLC0415
+  from vit_spectral.training import optim  # noqa: PLC0415
+  arg = f"size={size}" + ("" if scaling is None else f",lr_scaling={scaling}")
+  exponent = SCALING_EXPONENT[scaling or "sqrt"]
+  batch = TABLE10["batch"][size]
+  expected = TABLE10["lr"] * (batch / TIMM_LR_BASE_SIZE) ** exponent
+  for config in (hopfield_vit.get_config(arg),
+                 cifar10_vit.get_config(f"recipe=table10,{arg},corrupted=")):
+    assert config.input.batch_size == batch
+    peak = optim.peak_learning_rate(config.optim, config.input.batch_size)
+    assert peak == pytest.approx(expected, rel=1e-12)
+    # A batch set on the command line is scaled by the same rule, as timm does.
+    peak = optim.peak_learning_rate(config.optim, 4 * batch)
+    assert peak == pytest.approx(
+        TABLE10["lr"] * (4 * batch / TIMM_LR_BASE_SIZE) ** exponent, rel=1e-12)
+
+
+def test_table10_unknown_lr_scaling_raises():
+  from vit_spectral.configs import hopfield_attention_only, hopfield_vit  # noqa: PLC0415
+  message = r"lr_scaling='cubic'; choose one of \['none', 'linear', 'sqrt'\]"
+  for get_config in (hopfield_vit.get_config, hopfield_attention_only.get_config,
+                     lambda arg: cifar10_vit.get_config(f"recipe=table10,{arg}")):
+    with pytest.raises(ValueError, match=message):
+      get_config("lr_scaling=cubic")
+  with pytest.raises(ValueError, match="lr_scaling.*recipe=table10"):
+    cifar10_vit.get_config("recipe=park_kim,lr_scaling=sqrt")
+
+
 def test_statistics_have_one_source():
   """Every recipe normalises a data set with the same statistics."""
   from vit_spectral.configs import (cifar10_quadratic, cifar100_eigen,  # noqa: PLC0415

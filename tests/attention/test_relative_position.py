@@ -79,6 +79,52 @@ def test_gaussian_probabilities_are_eq16():
   np.testing.assert_allclose(weights[0], expected, rtol=1e-5, atol=1e-6)
 
 
+def _initial_params(name, num_heads=4096, seed=0, **kw):
+  """One layer's parameters with many heads: each head's init is one sample."""
+  module = get_attention(name)(num_heads=num_heads, grid_size=(2, 2), full_width_heads=True,
+                               **kw)
+  return jax.jit(module.init)(jax.random.key(seed), jnp.zeros((1, 4, 2)))["params"]
+
+
+@pytest.mark.parametrize("name", ["quadratic", "gaussian"])
+@pytest.mark.parametrize("std", [None, 2 ** 0.5])
+def test_initial_centres_have_covariance_std_squared_identity(name, std):
+  """Δ_h ~ N(0, σ² I) with σ = center_init_std; by default σ = 2 (cov 4 I), the
+  authors' reading of §4.1's "N(0, 2I₂)": their models/bert.py draws the
+  centres with torch's normal_(0, gaussian_init_mu_std), a standard deviation,
+  at train.py's gaussian_init_mu_std=2. The covariance reading (σ = √2) stays
+  one override away."""
+  kw = {} if std is None else dict(center_init_std=std)
+  var = 2.0 ** 2 if std is None else std ** 2
+  centres = np.asarray(_initial_params(name, **kw)["centers"], np.float64)
+  n = len(centres)
+  np.testing.assert_allclose(centres.mean(0), 0.0, atol=6 * np.sqrt(var / n))
+  # Sample covariance: each entry has std at most var·√(2/n) (diagonal).
+  np.testing.assert_allclose(np.cov(centres.T), var * np.eye(2), atol=6 * var * np.sqrt(2 / n))
+
+
+def test_initial_quadratic_widths_are_the_authors_isotropic_heads():
+  """The authors' isotropic head (runs/quadratic/run.sh) holds s_h = 1 + ε_h,
+  ε_h ~ N(0, 0.01²) (gaussian_init_sigma_std, a standard deviation), and scores
+  −½ s_h² ‖δ − Δ_h‖² (models/bert.py, get_heads_target_vectors with a = c = s²,
+  b = 0). Ours scores −α_h ‖δ − Δ_h‖², so s_h = √(2 α_h) must be that sample."""
+  alpha = np.exp(np.asarray(_initial_params("quadratic")["log_alpha"], np.float64))
+  s = np.sqrt(2 * alpha)
+  n, eps_std = len(s), 0.01
+  np.testing.assert_allclose(s.mean(), 1.0, atol=6 * eps_std / np.sqrt(n))
+  np.testing.assert_allclose(s.std(ddof=1), eps_std, rtol=6 / np.sqrt(2 * n))
+
+
+def test_initial_inv_sqrt_cov_is_identity_plus_std_noise():
+  """Σ^{-1/2} = I + E, the four entries of E i.i.d. N(0, 0.01²) (App. A.1's
+  "N(0, 0.01 I₂)" as the authors draw it: normal_(0, gaussian_init_sigma_std=0.01),
+  a standard deviation)."""
+  noise = np.asarray(_initial_params("gaussian")["inv_sqrt_cov"], np.float64) - np.eye(2)
+  noise = noise.reshape(-1, 4)
+  n, var = len(noise), 0.01 ** 2
+  np.testing.assert_allclose(np.cov(noise.T), var * np.eye(4), atol=6 * var * np.sqrt(2 / n))
+
+
 def test_single_head_centred_sharp_quadratic_is_identity_on_grid():
   module = attention("quadratic", num_heads=1)
   x = tokens()
@@ -292,10 +338,9 @@ def test_attention_centres_plot_and_contours(tmp_path):
     gaussian_heads(jax.jit(relative.init)(jax.random.key(0), jnp.zeros((1, 8, 8, 1)))["params"])
 
 
-def test_paper_recipes_validate_and_do_not_decay_centres_or_widths():
+def test_paper_recipes_validate():
   from vit_spectral.configs import cifar10_quadratic, digits_quadratic
-  from vit_spectral.training import config_checks, optim
-  from vit_spectral.models import build_model
+  from vit_spectral.training import config_checks
   for name in ("quadratic", "gaussian", "relative_learned"):
     for recipe in (digits_quadratic, cifar10_quadratic):
       config = recipe.get_config(f"attention={name}")
@@ -303,10 +348,37 @@ def test_paper_recipes_validate_and_do_not_decay_centres_or_widths():
       # 8 test devices become a 4 × 2 mesh (a mesh must use every device).
       config.mesh.data, config.mesh.model = 4, 2
       config_checks.validate_config(config)
-  config = digits_quadratic.get_config("attention=gaussian,depth=2")
+
+
+# Paper 002's positional parameters, by the authors' names: Δ ("attention_centers")
+# and the widths ("attention_spreads": α here, Σ^{-1/2} in "gaussian").
+CENTRES_AND_WIDTHS = ("centers", "log_alpha", "inv_sqrt_cov")
+
+
+@pytest.mark.parametrize("recipe_name,image", [("digits_quadratic", (1, 8, 8, 1)),
+                                               ("cifar10_quadratic", (1, 32, 32, 3))])
+@pytest.mark.parametrize("name", ["quadratic", "gaussian", "relative_learned"])
+def test_paper_recipes_decay_everything_but_centres_and_widths(recipe_name, image, name):
+  """The authors' SGD (epfml/attention-cnn train.py, get_optimizer) puts the
+  parameters named attention_centers / attention_spreads in a group with
+  weight_decay 0 and decays every other parameter, biases and layer norms
+  included: the recipe's mask (the one make_optimizer builds) must be that."""
+  import importlib
+  from vit_spectral import settings
+  from vit_spectral.models import build_model
+  from vit_spectral.training import optim
+  config = importlib.import_module(f"vit_spectral.configs.{recipe_name}").get_config(
+      f"attention={name}")
   model = build_model(config.model, num_classes=10)
-  params = jax.eval_shape(model.init, jax.random.key(0), jnp.zeros((1, 8, 8, 1)))["params"]
-  mask = optim.weight_decay_mask(params, config.optim.no_decay_patterns)
-  attention_mask = mask["encoder"]["encoderblock"]["attention"]
-  assert not attention_mask["centers"] and not attention_mask["inv_sqrt_cov"]
-  assert attention_mask["value"]["kernel"] and attention_mask["out"]["kernel"]
+  params = jax.eval_shape(model.init, jax.random.key(0), jnp.zeros(image))["params"]
+  optim_settings = settings.as_settings(optim.OptimSettings, config.optim)
+  mask = optim.weight_decay_mask(
+      params, optim_settings.no_decay_patterns,
+      exempt_vectors_and_biases=optim_settings.exempt_vectors_and_biases)
+  leaves = {optim.param_path(path): decayed
+            for path, decayed in jax.tree_util.tree_flatten_with_path(mask)[0]}
+  exempt = {path for path in leaves if path.rsplit("/", 1)[-1] in CENTRES_AND_WIDTHS}
+  assert {path for path, decayed in leaves.items() if not decayed} == exempt
+  assert bool(exempt) == (name != "relative_learned")
+  assert any(path.endswith("bias") for path in leaves)                 # decayed too
+  assert any("norm" in path and path.endswith("scale") for path in leaves)

@@ -66,6 +66,25 @@ def test_batch_size_scaling():
     optim.learning_rate_schedule(cfg, 10, batch_size=8)
 
 
+@pytest.mark.parametrize("scaling,exponent", [("linear", 1.0), ("sqrt", 0.5)])
+def test_batch_scaling_linear_or_sqrt(scaling, exponent, caplog):
+  """peak = learning_rate · (B / B0)^k, k = 1 (DeiT) or ½ (timm's AdamW rule);
+  make_optimizer logs the rate it trains at."""
+  cfg = common.optim_config("adamw", learning_rate=6.25e-5, base_batch_size=256,
+                            batch_scaling=scaling, warmup_steps=0)
+  for batch in (32, 128, 256, 1024):
+    expected = 6.25e-5 * (batch / 256) ** exponent
+    assert optim.peak_learning_rate(cfg, batch) == pytest.approx(expected, rel=1e-12)
+    schedule = optim.learning_rate_schedule(cfg, 10, batch_size=batch)
+    assert float(schedule(0)) == pytest.approx(expected, rel=1e-6)    # float32
+  caplog.set_level("INFO")
+  optim.make_optimizer(cfg, 10, batch_size=128)
+  assert f"{6.25e-5 * 0.5 ** exponent:.6g}" in caplog.text and scaling in caplog.text
+  cfg.batch_scaling = "cubic"
+  with pytest.raises(ValueError, match=r"optim.batch_scaling='cubic'; choose one of"):
+    optim.peak_learning_rate(cfg, 8)
+
+
 def test_schedule_rejects_too_long_warmup_and_unresolved_epochs():
   cfg = common.optim_config("adamw", warmup_steps=8, cooldown_steps=2)
   with pytest.raises(ValueError, match="cooldown_steps"):
@@ -99,6 +118,13 @@ def test_weight_decay_mask_by_path(encoder_mode):
                     jax.tree_util.tree_leaves_with_path(custom) if v}
   assert not any("fc1" in p for p in custom_decayed)
   assert any("fc2" in p for p in custom_decayed)
+  # exempt_vectors_and_biases=False (torch's SGD over every parameter): only
+  # the patterns exempt.
+  everything = optim.weight_decay_mask(params, (r"mlp/fc1/kernel$",),
+                                       exempt_vectors_and_biases=False)
+  exempt = {optim.param_path(p) for p, v in
+            jax.tree_util.tree_leaves_with_path(everything) if not v}
+  assert exempt == {p for p in all_paths if p.endswith("mlp/fc1/kernel")}
 
 
 def test_frozen_parameters_do_not_change_in_a_train_step():

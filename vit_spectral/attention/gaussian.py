@@ -5,10 +5,16 @@ Each head h has a centre Δ_h and a learned 2×2 matrix S_h = Σ_h^{-1/2}; with
 
     A_qk = −½ (δ − Δ_h)ᵀ Σ_h⁻¹ (δ − Δ_h),   δ = k − q          (eq. 16)
 
-Init (App. A.1): Δ_h ~ N(0, σ² I) and S_h = I + N(0, ε² I). The paper writes
-"N(0, 2I₂)" and "N(0, 0.01 I₂)"; we read the second argument
-as a standard deviation (σ = 2, ε = 0.01), so initial heads are close to
-isotropic Gaussians.
+Init (App. A.1): Δ_h ~ N(0, σ² I) and S_h = I + E_h, the entries of E_h i.i.d.
+N(0, ε²). The paper writes "N(0, 2I₂)" and "N(0, 0.01 I₂)", which read as
+covariances would give σ = √2 and ε = 0.1; the authors' code decides σ = 2 and
+ε = 0.01 (epfml/attention-cnn @9ffaa30, runs/quadratic-generalized/run.sh:
+models/bert.py, GaussianSelfAttention.__init__, draws attention_centers with
+torch's `normal_(0.0, gaussian_init_mu_std)` and adds
+`normal_(0, gaussian_init_sigma_std)` to the identity for attention_spreads,
+both second arguments standard deviations, at train.py's defaults
+gaussian_init_mu_std=2., gaussian_init_sigma_std=0.01). Initial heads are
+then close to isotropic Gaussians, as App. A.1 wants.
 """
 
 from __future__ import annotations
@@ -41,8 +47,10 @@ class GaussianAttention(RelativePositionAttention):
   and "out".
 
   Attributes:
-    center_init_std: σ of the centres' init.
-    inv_sqrt_cov_init_std: ε of the perturbation of S_h = I at init.
+    center_init_std: σ of the centres' init (2, the authors'; the module
+      docstring gives the source).
+    inv_sqrt_cov_init_std: ε, the std of each entry of the perturbation of
+      S_h = I at init (0.01, the authors').
   No fused path (`supports_fused` False; `RelativePositionAttention` says
   why): the scores are positional only. `implementation="fused"` raises,
   "auto" computes the map.

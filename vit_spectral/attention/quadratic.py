@@ -15,6 +15,7 @@ W_qry = W_key = 0: the scores do not depend on the data (Lemma 2).
 from __future__ import annotations
 
 import flax.linen as nn
+import jax
 import jax.numpy as jnp
 
 from vit_spectral.attention.registry import register_attention
@@ -52,16 +53,32 @@ class QuadraticAttention(RelativePositionAttention):
   Parameters: "centers" (H, 2) Δ_h, "log_alpha" (H,) log α_h (α > 0 by
   construction), then "value" and "out" as in every variant.
 
+  Init. The paper gives only "Δ(h) ~ N(0, 2I₂)" (§4.1) and nothing for α; the
+  authors' code decides both (epfml/attention-cnn @9ffaa30, the isotropic run
+  runs/quadratic/run.sh: train.py with attention_isotropic_gaussian True and the
+  config defaults gaussian_init_mu_std=2., gaussian_init_sigma_std=0.01):
+  - models/bert.py, GaussianSelfAttention.__init__, draws attention_centers
+    with torch's `normal_(0.0, gaussian_init_mu_std)`, whose second argument is
+    a standard deviation: Δ_h ~ N(0, 2² I), not the covariance reading
+    N(0, 2 I) (σ = √2) of the paper's notation;
+  - it holds one inverse standard deviation per head, s_h = 1 + ε_h with
+    ε_h ~ N(0, 0.01²) (again `normal_(0, gaussian_init_sigma_std)`), and
+    get_heads_target_vectors scores −½ s_h² ‖δ − Δ_h‖² (a = c = s², b = 0);
+    with eq. 9's −α_h ‖δ − Δ_h‖² that is α_h = s_h² / 2, 0.5 at ε = 0.
+
   Attributes:
-    center_init_std: Δ_h ~ N(0, σ² I) at init (the paper's "N(0, 2I)", read as
-      σ = 2).
-    alpha_init: α_h at init (all heads; the paper does not state it).
+    center_init_std: σ of Δ_h ~ N(0, σ² I) at init; 2, the authors' value
+      (`center_init_std=1.4142` gives the covariance reading).
+    alpha_init: α at init before the noise; 0.5 = s²/2 at s = 1, the authors'.
+    spread_init_std: std of ε_h in α_h = alpha_init · (1 + ε_h)² (0 = every
+      head at alpha_init); 0.01, the authors' gaussian_init_sigma_std.
   No fused path (`supports_fused` False; `RelativePositionAttention` says
   why): the scores are positional only. `implementation="fused"` raises,
   "auto" computes the map.
   """
   center_init_std: float = 2.0
-  alpha_init: float = 1.0
+  alpha_init: float = 0.5
+  spread_init_std: float = 0.01
 
   @nn.compact
   def __call__(self, x, state=None, mask=None):
@@ -69,11 +86,20 @@ class QuadraticAttention(RelativePositionAttention):
     self.use_fused()     # validates `implementation`; False: no fused path here
     if self.alpha_init <= 0:
       raise ValueError(f"model.attention.alpha_init={self.alpha_init} must be > 0")
+    if self.spread_init_std < 0:
+      raise ValueError(
+          f"model.attention.spread_init_std={self.spread_init_std} must be >= 0")
     shifts = relative_shifts(self.grid_shape(x.shape[1]))
     centers = self.param("centers", nn.initializers.normal(self.center_init_std),
                          (self.num_heads, 2), self.param_dtype)
-    log_alpha = self.param("log_alpha", nn.initializers.constant(jnp.log(self.alpha_init)),
-                           (self.num_heads,), self.param_dtype)
+    log_alpha = self.param("log_alpha", self._log_alpha_init, (self.num_heads,),
+                           self.param_dtype)
     logits = gaussian_logits(shifts, centers, quadratic_precision(log_alpha))
     logits = self.embed_grid_logits(logits[None], x.shape[1])          # (1, H, T, T)
     return self.attend(x, logits, mask), state
+
+  def _log_alpha_init(self, key, shape, dtype=jnp.float32):
+    """log α_h = log alpha_init + 2 log|1 + ε_h|, ε_h ~ N(0, spread_init_std²):
+    α_h = alpha_init · s_h², s_h = 1 + ε_h the authors' per-head spread."""
+    eps = self.spread_init_std * jax.random.normal(key, shape, jnp.float32)
+    return (jnp.log(self.alpha_init) + 2.0 * jnp.log(jnp.abs(1.0 + eps))).astype(dtype)

@@ -12,8 +12,13 @@ Model (Table 2): 2×2 invertible down-sampling stem (32×32 -> 16×16 = 256 toke
 no CLS token, no position embedding, mean pooling, 6 layers, 9 heads of full width
 (D_h = D = 400) mixing one shared value projection (12.1M parameters with
 "quadratic", the paper's count), MLP 512, dropout 0.1. Recipe: SGD 0.1, momentum 0.9, weight decay
-1e-4 (none on centres and widths: `optim.no_decay_patterns`), linear warmup over
-5% of the steps then cosine, batch 100, 300 epochs. Changed: batch 128 (100
+1e-4, linear warmup over 5% of the steps then cosine, batch 100, 300 epochs.
+Weight decay: Table 2 names no exemption; the authors' code exempts the centres
+and widths and decays every other parameter, biases and layer norms included
+(epfml/attention-cnn @9ffaa30 train.py, get_optimizer: the SGD parameter group
+of the names holding "attention_spreads" or "attention_centers" has
+weight_decay 0), so `optim.no_decay_patterns` names Δ, log α and Σ^{-1/2} and
+`optim.exempt_vectors_and_biases` is False. Changed: batch 128 (100
 does not split over 8 or 16 devices) with the learning rate scaled linearly,
 0.1 · 128 / 100 = 0.128 (`optim.base_batch_size=100`). Not reproduced: the
 paper's layer-norm epsilon 1e-12 (this library's "layer_norm" uses 1e-6).
@@ -25,7 +30,8 @@ mixed precision, the default; float32).
 
 from vit_spectral.configs import common
 
-# Centres (Δ), widths (log α) and Σ^{-1/2} are not weight-decayed (paper 002, §4.1).
+# Centres (Δ), widths (log α) and Σ^{-1/2} are not weight-decayed, every other
+# parameter is (the authors' train.py, get_optimizer; the docstring says more).
 NO_DECAY_PATTERNS = (r"attention/centers$", r"attention/log_alpha$",
                      r"attention/inv_sqrt_cov$")
 # The paper's SGD 0.1 is at batch 100, which no 8- or 16-device mesh splits;
@@ -48,5 +54,5 @@ def get_config(arg=None):
   config.optim = common.optim_config(
       "sgd", learning_rate=0.1, base_batch_size=PAPER_BATCH_SIZE, momentum=0.9,
       weight_decay=1e-4, warmup_epochs=args.epochs / 20,
-      no_decay_patterns=NO_DECAY_PATTERNS)
+      no_decay_patterns=NO_DECAY_PATTERNS, exempt_vectors_and_biases=False)
   return config

@@ -14,7 +14,10 @@ Arguments (`cifar10_vit.py:key=value,...`): recipe (park_kim | table10), size
 (Ti | S | B | L), depth (0 = the size's), attention (a registered name), fraction (of the
 training split), corrupted (TFDS corruption set, "" = none; default
 cifar10_corrupted), epochs, batch (0 = the recipe's), data_dir, dtype
-(bfloat16 = mixed precision, the default; float32 switches it off).
+(bfloat16 = mixed precision, the default; float32 switches it off),
+lr_scaling (recipe=table10 only: none | linear | sqrt, how Table 10's base
+learning rate follows the batch; "" = sqrt, timm's AdamW rule:
+configs/cifar_recipes.py says why).
 """
 
 from vit_spectral.configs import cifar_recipes

@@ -14,7 +14,7 @@ by hopfield_vit.py and hopfield_attention_only.py).
   B/L with 16×16 patches on 224² images (CIFAR resized up), random-resized
   crop and flip, RandAugment (9, 0.5) with 2 layers (DeiT's), random erasing
   0.25, Mixup 0.8, CutMix 1.0, label smoothing 0.1, AdamW (eps 1e-8) at the
-  table's "base learning rate" 6.25e-5 (read as the learning rate itself),
+  table's "base learning rate" 6.25e-5 scaled to the batch (`lr_scaling`),
   300 epochs + 10 cooldown epochs at the floor (timm trains epochs +
   cooldown), 20 linear warmup epochs from 1e-6, cosine to 1e-6, drop-path
   0.1/0.2/0.2/0.3, batch 256/256/128/32. Not in the table, so timm's/DeiT's
@@ -22,6 +22,26 @@ by hopfield_vit.py and hopfield_attention_only.py).
   statistics), evaluation by resizing the shorter side to 256 and taking the
   central 224² (crop fraction 0.875), weight decay 0.05 (none on 1-D
   parameters, position embedding and class token).
+
+  Table 10's learning rate. The table gives one "base learning rate",
+  6.25e-5, beside a batch per size (256/256/128/32). Its entries are timm
+  train.py's arguments (warmup lr, min lr, cooldown epochs, and "base lr",
+  timm's --lr-base), and with --lr unset timm trains at
+  lr = lr_base · (B / lr_base_size)^k, B the global batch (per-process batch ×
+  processes × accumulation steps; the table's batch is read as global),
+  lr_base_size 256 (its default), k = ½ when the optimizer's name holds "ada"
+  or "lamb" (AdamW; --lr-base-scale unset, its default) and 1 otherwise
+  (huggingface/pytorch-image-models @2aabaef train.py, main(): the
+  `if not args.lr:` block after the model is built; --lr defaults to None).
+  The paper does not say which rule it ran, so `lr_scaling` selects the reading:
+    "sqrt" (default, timm's rule for AdamW): 6.25e-5 · (B / 256)^½
+       = 6.25e-5 (Ti, S), 4.42e-5 (B), 2.21e-5 (L);
+    "linear": 6.25e-5 · B / 256 = 6.25e-5 (Ti, S), 3.125e-5 (B), 7.81e-6 (L);
+    "none": 6.25e-5 for every size (this library's reading before).
+  Ti and S train at batch 256, where all three agree. The scaling is applied
+  at run time to the global batch (`optim.base_batch_size`,
+  `optim.batch_scaling`), so a batch set on the command line is rescaled as
+  timm would; the trainer logs the resulting rate.
 """
 
 from __future__ import annotations
@@ -34,6 +54,11 @@ from vit_spectral.training.optim import DEIT_NO_DECAY
 from vit_spectral.training.robustness import robustness_config
 
 RECIPES = ("park_kim", "table10")
+# Table 10's learning rate: the base rate, timm's --lr-base-size, the readings.
+TABLE10_LR_BASE = 6.25e-5
+TIMM_LR_BASE_SIZE = 256
+LR_SCALINGS = ("none", "linear", "sqrt")
+TABLE10_LR_SCALING = "sqrt"    # timm's rule for AdamW (the module docstring)
 # Table 10: size -> (drop-path rate, batch size).
 TABLE10_SIZES = {"Ti": (0.1, 256), "S": (0.2, 256), "B": (0.2, 128), "L": (0.3, 32)}
 TABLE10_COOLDOWN_EPOCHS = 10
@@ -67,14 +92,32 @@ def park_kim(dataset: str = "cifar100", *, size: str = "Ti", patch: int = 2,
   return config
 
 
+def table10_lr_scaling(lr_scaling: str) -> dict:
+  """The `config.optim` fields of a Table 10 `lr_scaling` reading (the module
+  docstring lists them).
+
+  Raises:
+    ValueError: `lr_scaling` is not one of LR_SCALINGS.
+  """
+  if lr_scaling not in LR_SCALINGS:
+    raise ValueError(f"config argument lr_scaling={lr_scaling!r}; choose one of "
+                     f"{list(LR_SCALINGS)}")
+  if lr_scaling == "none":
+    return dict(learning_rate=TABLE10_LR_BASE, base_batch_size=None)
+  return dict(learning_rate=TABLE10_LR_BASE, base_batch_size=TIMM_LR_BASE_SIZE,
+              batch_scaling=lr_scaling)
+
+
 def table10(dataset: str = "cifar10", *, size: str = "Ti", epochs: float = 300,
-            batch: int = 0,
-            drop_path_rate: float | None = None) -> ml_collections.ConfigDict:
+            batch: int = 0, drop_path_rate: float | None = None,
+            lr_scaling: str = TABLE10_LR_SCALING) -> ml_collections.ConfigDict:
   """Paper 004 App. G Table 10 for ViT-<size>/16 on `dataset`; batch 0 and
   drop_path_rate None = the table's for `size`. `epochs` excludes the 10
-  cooldown epochs, which are trained after them."""
+  cooldown epochs, which are trained after them. `lr_scaling` ("none" |
+  "linear" | "sqrt") reads the table's base learning rate (module docstring)."""
   if size not in TABLE10_SIZES:
     raise ValueError(f"config argument size={size!r}; choose one of {list(TABLE10_SIZES)}")
+  lr_fields = table10_lr_scaling(lr_scaling)
   train_split, eval_split = _splits(dataset)
   table_drop_path, table_batch = TABLE10_SIZES[size]
   stats = dataset_statistics("imagenet2012")  # timm's default, for every data set
@@ -90,7 +133,7 @@ def table10(dataset: str = "cifar10", *, size: str = "Ti", epochs: float = 300,
       variant=f"{size}/16",
       drop_path_rate=table_drop_path if drop_path_rate is None else drop_path_rate)
   config.optim = common.optim_config(
-      "adamw", learning_rate=6.25e-5, warmup_epochs=20,
+      "adamw", **lr_fields, warmup_epochs=20,
       warmup_init_learning_rate=1e-6, end_learning_rate=1e-6,
       cooldown_epochs=TABLE10_COOLDOWN_EPOCHS, weight_decay=0.05, eps=1e-8,
       no_decay_patterns=DEIT_NO_DECAY)
@@ -103,7 +146,7 @@ def parse(arg, default_corrupted: str):
   return common.parse_arg(
       arg, recipe="park_kim", size="Ti", depth=0, attention="dot_product",
       fraction=1.0, corrupted=default_corrupted, epochs=300.0, batch=0,
-      data_dir="", dtype=common.ACCELERATOR_DTYPE)
+      data_dir="", dtype=common.ACCELERATOR_DTYPE, lr_scaling="")
 
 
 def cifar_config(dataset: str, args):
@@ -112,8 +155,15 @@ def cifar_config(dataset: str, args):
     raise ValueError(f"recipe={args.recipe!r}; choose one of {list(RECIPES)}")
   if args.size not in TABLE10_SIZES:
     raise ValueError(f"size={args.size!r}; choose one of {list(TABLE10_SIZES)}")
-  recipe = park_kim if args.recipe == "park_kim" else table10
-  config = recipe(dataset, size=args.size, epochs=args.epochs, batch=args.batch)
+  if args.recipe == "park_kim":
+    if args.lr_scaling:
+      raise ValueError(f"config argument lr_scaling={args.lr_scaling!r} reads Table 10's "
+                       "base learning rate: it needs recipe=table10 (park_kim trains at "
+                       "its rate as it is)")
+    config = park_kim(dataset, size=args.size, epochs=args.epochs, batch=args.batch)
+  else:
+    config = table10(dataset, size=args.size, epochs=args.epochs, batch=args.batch,
+                     lr_scaling=args.lr_scaling or TABLE10_LR_SCALING)
   config.input.train_fraction = args.fraction
   config.input.data_dir = args.data_dir or None
   if args.depth:  # 0 = the size's own depth (12; L: 24)

@@ -19,17 +19,22 @@ attention (hopfield, dot_product), alpha (α, the skip weight), alpha_hidden (α
 negative = equal to alpha, the paper's §4.1 choice α = α'), placement ("add":
 the inner reading x + [α·LN(x) + (1-α)·Attn(LN(x))]; "replace": α·x +
 (1-α)·Attn(LN(x))), epochs, dtype (bfloat16 = mixed precision, the default;
-float32).
+float32), lr_scaling (none | linear | sqrt, default sqrt: how Table 10's base
+learning rate 6.25e-5 follows the batch; peak rate Ti/S 6.25e-5, B 4.42e-5,
+L 2.21e-5 with sqrt; `configs/cifar_recipes.py` gives the readings and why
+timm's AdamW rule is the default).
 
 Recipe: paper 004 App. G Table 10 as `configs/cifar_recipes.table10` builds it
-for every data set (its docstring lists the settings: RandAugment (9, 0.5),
+for every data set (its docstring lists the settings: AdamW at the base rate
+6.25e-5 scaled to the batch as `lr_scaling` says, RandAugment (9, 0.5),
 Mixup 0.8, CutMix 1.0, random erasing 0.25, label smoothing 0.1, 20 warmup
 epochs from 1e-6, cosine to 1e-6, 300 + 10 cooldown epochs, drop path and
 batch per size); `epochs` counts the 300, not the cooldown.
 """
 
 from vit_spectral.configs import common
-from vit_spectral.configs.cifar_recipes import SPLITS, TABLE10_SIZES, table10
+from vit_spectral.configs.cifar_recipes import (SPLITS, TABLE10_LR_SCALING, TABLE10_SIZES,
+                                                table10)
 
 PLACEMENTS = ("add", "replace")
 
@@ -51,7 +56,7 @@ def table_10_config(args, *, block: dict, drop_path_rate: float | None = None):
   if args.dataset not in SPLITS:
     raise ValueError(f"config argument dataset={args.dataset!r}; choose one of {list(SPLITS)}")
   config = table10(args.dataset, size=args.size, epochs=args.epochs,
-                   drop_path_rate=drop_path_rate)
+                   drop_path_rate=drop_path_rate, lr_scaling=args.lr_scaling)
   config.model.attention = hopfield_attention(args)
   config.model.block = block
   config.model.dtype = args.dtype
@@ -61,7 +66,7 @@ def table_10_config(args, *, block: dict, drop_path_rate: float | None = None):
 def get_config(arg=None):
   args = common.parse_arg(arg, size="Ti", dataset="cifar10", attention="hopfield",
                           alpha=0.5, alpha_hidden=-1.0, placement="add", epochs=300,
-                          dtype=common.ACCELERATOR_DTYPE)
+                          dtype=common.ACCELERATOR_DTYPE, lr_scaling=TABLE10_LR_SCALING)
   if args.size not in TABLE10_SIZES:
     raise ValueError(f"config argument size={args.size!r}; choose one of {list(TABLE10_SIZES)}")
   if args.placement not in PLACEMENTS:

@@ -13,11 +13,16 @@ from typing import Any, Callable, Sequence
 
 import jax
 import optax
+from absl import logging
 
 from vit_spectral import settings as settings_lib
 from vit_spectral.models.segments import is_scanned_path
 
 OPTIMIZERS = ("adamw", "sgd")
+# How the peak follows batch_size / base_batch_size: linearly (Goyal et al.,
+# DeiT), or as its square root (timm train.py's rule for Adam-family and LAMB
+# optimizers when --lr-base-scale is unset).
+BATCH_SCALINGS = ("linear", "sqrt")
 
 # DeiT's `no_weight_decay()`: {pos_embed, cls_token}. Ours are (1, T, D) and
 # (1, 1, D), so the 1-D rule alone does not exempt them.
@@ -33,8 +38,13 @@ class OptimSettings:
   Attributes:
     name: "adamw" | "sgd" (SGD with momentum).
     learning_rate: peak learning rate (after warmup) at `base_batch_size`.
-    base_batch_size: None = use `learning_rate` as it is; an int B0 = the DeiT
-      rule, peak = learning_rate * batch_size / B0 (DeiT: 5e-4 * batch / 512).
+    base_batch_size: None = use `learning_rate` as it is; an int B0 = scale it
+      to the global batch B by `batch_scaling`.
+    batch_scaling: "linear" = the DeiT rule, peak = learning_rate * B / B0
+      (DeiT: 5e-4 * batch / 512); "sqrt" = peak = learning_rate * (B / B0)^½,
+      timm's default for AdamW (train.py: lr = lr_base * (B / lr_base_size)^½
+      when the optimizer's name holds "ada" or "lamb"). Unused without
+      base_batch_size.
     warmup_steps: linear warmup from `warmup_init_learning_rate` to the peak
       (0 = no warmup, as LipsFormer trains).
     warmup_epochs: the warmup in epochs instead (then warmup_steps=None;
@@ -45,13 +55,18 @@ class OptimSettings:
       cooldown epochs).
     cooldown_epochs: the cooldown in epochs instead (then cooldown_steps=None).
     weight_decay: decoupled weight decay (AdamW) or L2-style decay added to
-      the gradient (SGD); never applied to parameters with ndim <= 1 (norm
-      scales, per-channel scales), to biases (any shape), nor to the ones
-      `no_decay_patterns` matches.
+      the gradient (SGD); not applied to the parameters `no_decay_patterns`
+      matches, nor (with `exempt_vectors_and_biases`) to parameters with
+      ndim <= 1 (norm scales, per-channel scales) and biases (any shape).
     no_decay_patterns: regexes on the parameter path ("encoder/encoderblock/
-      ...") exempted from weight decay in addition to the 1-D ones.
+      ...") exempted from weight decay, besides the 1-D parameters and
+      biases that `exempt_vectors_and_biases` exempts.
       DEIT_NO_DECAY adds DeiT's exemptions (position embedding and class
       token); papers add theirs (e.g. 002's attention centres and widths).
+    exempt_vectors_and_biases: True = the DeiT/timm rule above (1-D
+      parameters and biases are not decayed); False = decay them too, as
+      torch's SGD(weight_decay=...) over all parameters does (paper 002's
+      authors' code, `configs/cifar10_quadratic.py`).
     freeze_patterns: regexes on the parameter path whose parameters are
       frozen: their updates are zero, they are not weight-decayed, their
       gradients do not enter grad_clip_norm's global norm and they hold no
@@ -67,6 +82,7 @@ class OptimSettings:
   name: str = "adamw"
   learning_rate: float = 1e-3
   base_batch_size: int | None = None
+  batch_scaling: str = "linear"
   warmup_steps: int | None = 0
   warmup_epochs: float | None = None
   warmup_init_learning_rate: float = 0.0
@@ -75,6 +91,7 @@ class OptimSettings:
   cooldown_epochs: float | None = None
   weight_decay: float = 0.05
   no_decay_patterns: tuple[str, ...] = ()
+  exempt_vectors_and_biases: bool = True
   freeze_patterns: tuple[str, ...] = ()
   b1: float = 0.9
   b2: float = 0.999
@@ -85,6 +102,7 @@ class OptimSettings:
 
   def __post_init__(self):
     settings_lib.check_choice(self.name, OPTIMIZERS, "optim.name")
+    settings_lib.check_choice(self.batch_scaling, BATCH_SCALINGS, "optim.batch_scaling")
     settings_lib.require(self.learning_rate > 0,
                          f"optim.learning_rate={self.learning_rate} must be positive")
     settings_lib.require(
@@ -128,9 +146,10 @@ def param_path(path) -> str:
   return "/".join(parts)
 
 
-def weight_decay_mask(params, no_decay_patterns: Sequence[str] = ()) -> Any:
-  """True for leaves that are decayed: ndim >= 2, not a bias, and no pattern
-  matches the path.
+def weight_decay_mask(params, no_decay_patterns: Sequence[str] = (), *,
+                      exempt_vectors_and_biases: bool = True) -> Any:
+  """True for leaves that are decayed: no pattern matches the path and (with
+  `exempt_vectors_and_biases`, the default) ndim >= 2 and not a bias.
 
   Scanned encoders stack parameters along a leading depth axis (one stack, or
   one per segment), so "1-D" means one dimension besides that axis: the rule
@@ -145,7 +164,9 @@ def weight_decay_mask(params, no_decay_patterns: Sequence[str] = ()) -> Any:
     name = param_path(path)
     ndim = leaf.ndim - (1 if is_scanned_path(name) else 0)
     is_bias = name.rsplit("/", 1)[-1].endswith("bias")
-    return ndim >= 2 and not is_bias and not any(p.search(name) for p in patterns)
+    if exempt_vectors_and_biases and (ndim < 2 or is_bias):
+      return False
+    return not any(p.search(name) for p in patterns)
 
   return jax.tree_util.tree_map_with_path(decide, params)
 
@@ -161,7 +182,8 @@ def freeze_labels(params, freeze_patterns: Sequence[str]) -> Any:
 
 def peak_learning_rate(optim: OptimSettings | Any,
                        batch_size: int | None = None) -> float:
-  """`learning_rate`, scaled by batch_size / base_batch_size when that is set.
+  """`learning_rate`, scaled by batch_size / base_batch_size when that is set
+  (linearly or as its square root: `batch_scaling`).
 
   Raises:
     ValueError: base_batch_size is set but no batch_size is given.
@@ -172,7 +194,10 @@ def peak_learning_rate(optim: OptimSettings | Any,
   if batch_size is None:
     raise ValueError("optim.base_batch_size is set, so make_optimizer needs the "
                      "global batch_size to scale the learning rate")
-  return float(optim.learning_rate) * batch_size / optim.base_batch_size
+  ratio = batch_size / optim.base_batch_size
+  if optim.batch_scaling == "sqrt":
+    ratio = ratio ** 0.5
+  return float(optim.learning_rate) * ratio
 
 
 def check_schedule_length(optim: OptimSettings, total_steps: int) -> None:
@@ -229,7 +254,15 @@ def make_optimizer(optim: OptimSettings | Any, total_steps: int, *,
   """
   optim = settings_lib.as_settings(OptimSettings, optim)
   schedule = learning_rate_schedule(optim, total_steps, batch_size)
-  mask = lambda params: weight_decay_mask(params, optim.no_decay_patterns)
+  if optim.base_batch_size is None:
+    logging.info("optim: peak learning rate %.6g", optim.learning_rate)
+  else:
+    logging.info("optim: peak learning rate %.6g = %.6g scaled %s by batch %d / %d",
+                 peak_learning_rate(optim, batch_size), optim.learning_rate,
+                 optim.batch_scaling, batch_size, optim.base_batch_size)
+  mask = lambda params: weight_decay_mask(
+      params, optim.no_decay_patterns,
+      exempt_vectors_and_biases=optim.exempt_vectors_and_biases)
   if optim.name == "adamw":
     tx = optax.adamw(schedule, b1=optim.b1, b2=optim.b2, eps=optim.eps,
                      weight_decay=optim.weight_decay, mask=mask)
