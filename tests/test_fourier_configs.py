@@ -53,3 +53,47 @@ def test_the_authors_deit_feat_scale_form_is_one_field_away():
   config.model.block.feat_scale_form = "authors_deit"
   validate_config(config)
   assert model_kwargs(config.model)["block_options"]["feat_scale_form"] == "authors_deit"
+
+
+@pytest.mark.parametrize("variant,drop_path", [("CaiT-XXS24", 0.05), ("CaiT-S24", 0.1)])
+@pytest.mark.parametrize("method", ["none", "attn_scale", "feat_scale"])
+def test_cait_finetune_recipe_is_app_g1s(variant, drop_path, method):
+  """App. G.1 / Table 3: CaiT-XXS24 and CaiT-S24 fine-tuned 60 epochs at lr 5e-5
+  and weight decay 5e-4 from timm's CaiT weights. 5e-5 is the authors' `--lr`,
+  which their DeiT main.py scales by the total batch / 512; their command runs
+  2 GPUs x 128 with 1 warmup epoch and --min-lr 1e-6."""
+  from vit_spectral.configs import cait_finetune_fourier  # noqa: PLC0415
+  from vit_spectral.models.cait import CaiT, VARIANTS  # noqa: PLC0415
+  from vit_spectral.models.cait_timm import TIMM_NAMES  # noqa: PLC0415
+  from vit_spectral.training.optim import peak_learning_rate  # noqa: PLC0415
+  config = cait_finetune_fourier.get_config(f"variant={variant},method={method}")
+  validate_config(config)
+  model = build_model(config.model, 1000)
+  assert isinstance(model, CaiT)
+  assert {k: getattr(model, k) for k in VARIANTS[variant]} == VARIANTS[variant]
+  assert model.attention == ("attn_scale" if method == "attn_scale" else "dot_product")
+  assert (model.block_options or {}).get("feat_scale", False) == (method == "feat_scale")
+  assert model.drop_path_rate == drop_path
+  assert config.num_epochs == 60 and config.optim.weight_decay == 5e-4
+  assert config.optim.learning_rate == 5e-5
+  batch = 2 * 128
+  assert config.input.batch_size == batch
+  assert peak_learning_rate(config.optim, batch) == pytest.approx(5e-5 * batch / 512)
+  assert config.optim.warmup_epochs == 1 and config.optim.end_learning_rate == 1e-6
+  init = config.init_from
+  assert (init.format, init.reinit_head) == ("timm", False)
+  assert TIMM_NAMES[init.path.removesuffix(".safetensors")] == variant
+  with pytest.raises(ValueError, match=r"variant='CaiT-M36'; choose one of"):
+    cait_finetune_fourier.get_config("variant=CaiT-M36")
+
+
+def test_deit_s_finetune_recipe_is_the_same_recipe_on_deit_s():
+  from vit_spectral.configs import cait_finetune_fourier, deit_s_finetune_fourier  # noqa: PLC0415
+  deit = deit_s_finetune_fourier.get_config("method=feat_scale")
+  cait = cait_finetune_fourier.get_config("method=feat_scale")
+  validate_config(deit)
+  assert model_kwargs(deit.model)["hidden_size"] == 384 and deit.model.variant is None
+  for field in ("learning_rate", "base_batch_size", "weight_decay", "warmup_epochs",
+                "end_learning_rate"):
+    assert deit.optim[field] == cait.optim[field], field
+  assert deit.num_epochs == cait.num_epochs and deit.input.batch_size == cait.input.batch_size

@@ -13,6 +13,7 @@ from vit_spectral.configs import common
 from vit_spectral.models import cait_timm, pretrained
 from vit_spectral.models.build import build_model
 from vit_spectral.models.cait import CaiT
+from vit_spectral.models.swin import Swin
 from vit_spectral.models.vit import ViT
 
 # timm 1.0.31: sum(p.numel() for p in timm.create_model(name).parameters()),
@@ -242,6 +243,49 @@ def test_imagenet_rows_are_paper_000_table_1s():
     imagenet_cait.get_config("nope")
 
 
-def test_init_from_says_it_fits_the_vit_only():
-  with pytest.raises(ValueError, match="fits weights to the ViT only, not to CaiT"):
-    pretrained.load_into({}, "vit_spectral", CaiT(**TINY), {}, reinit_head=False)
+def test_init_from_fits_timms_cait_file_to_the_finetune_recipes_model(images, tmp_path):
+  """`config.init_from` on a CaiT (paper 000 App. G.1): timm's cait_xxs24_224
+  file (the fixture's random weights) fitted by `load_into` to the fine-tuning
+  recipe's CaiT-XXS24 + FeatScale computes timm's logits; only s, t (zeros)
+  are not from the file."""
+  from safetensors.numpy import save_file  # noqa: PLC0415
+  from vit_spectral.configs import cait_finetune_fourier  # noqa: PLC0415
+  from vit_spectral.training import init_from  # noqa: PLC0415
+  fixture = fx.read_fixture("cait_xxs24_224")
+  path = tmp_path / "cait_xxs24_224.safetensors"
+  save_file(fx.fixture_weights(fixture), str(path))
+  config = cait_finetune_fourier.get_config(
+      f"variant=CaiT-XXS24,method=feat_scale,path={path},dtype=float32")
+  model = build_model(config.model, 1000)
+  init_params = jax.jit(model.init)(jax.random.key(0), images[:1])["params"]
+  params, report = init_from.load(init_from.InitFromSettings(**config.init_from), model,
+                                  init_params)
+  assert sorted(report.initialised) == sorted(
+      f"encoder/encoderblock_{i}/feat_scale/{n}" for i in range(24)
+      for n in ("dc_scale", "hc_scale"))
+  assert not report.unused and not report.resampled and not report.reinitialised
+  logits = jax.jit(model.apply)({"params": params}, images)
+  assert fx.relative_error(logits, fixture["logits"]) <= 1e-4
+
+
+def test_init_from_fits_a_cait_run_of_our_own_in_the_other_layout():
+  """`init_from.format="vit_spectral"` (a plain CaiT run, scan layout) into a
+  CaiT + FeatScale in the loop layout: the same function at s = t = 0."""
+  plain = CaiT(**TINY)
+  variables = random_variables(plain, TINY_IMAGES)
+  scaled = CaiT(**TINY, block_options={"feat_scale": True}, encoder_mode="loop")
+  init = jax.jit(scaled.init)(jax.random.key(0), TINY_IMAGES)["params"]
+  params, report = pretrained.load_into(jax.device_get(variables["params"]), "vit_spectral",
+                                        scaled, init, reinit_head=False)
+  assert report.initialised and all("feat_scale" in p for p in report.initialised)
+  np.testing.assert_allclose(jax.jit(scaled.apply)({"params": params}, TINY_IMAGES),
+                             jax.jit(plain.apply)(variables, TINY_IMAGES), rtol=1e-5, atol=1e-5)
+
+
+def test_init_from_names_what_it_cannot_fit():
+  with pytest.raises(ValueError, match="fits weights to the ViT and CaiT, not to Swin"):
+    pretrained.load_into({}, "vit_spectral", Swin(num_classes=0, embed_dim=8, depths=(2,),
+                                                  num_heads=(2,)), {}, reinit_head=False)
+  with pytest.raises(ValueError, match="init_from.format='big_vision' holds ViT checkpoints; "
+                     "a CaiT loads from 'timm' or 'vit_spectral'"):
+    pretrained.load_into("x.npz", "big_vision", CaiT(**TINY), {}, reinit_head=False)

@@ -4,6 +4,7 @@ new 2-class head on `digits_parity`; it starts from the loaded weights, learns
 the new task, and a rerun resumes its own checkpoint instead of the source.
 Plus the errors: bad format, missing path, a head that does not fit."""
 
+import importlib
 import json
 import os
 
@@ -14,7 +15,7 @@ import pytest
 from vit_spectral import errors
 from vit_spectral.configs import digits_vit
 from vit_spectral.models import posemb
-from vit_spectral.configs import deit_s_finetune_fourier, transfer_linear_probe
+from vit_spectral.configs import transfer_linear_probe
 from vit_spectral.training import checkpointing, config_checks, dry_run, init_from, trainer
 
 SOURCE_STEPS, FINETUNE_STEPS = 150, 40
@@ -152,17 +153,72 @@ def test_settings_defaults_are_off():
     init_from.InitFromSettings(path="w", step=0)
 
 
-@pytest.mark.parametrize("recipe", [deit_s_finetune_fourier, transfer_linear_probe])
+@pytest.mark.parametrize("recipe", ["cait_finetune_fourier", "deit_s_finetune_fourier",
+                                    "transfer_linear_probe"])
 def test_recipes_plan_without_the_weights_and_train_only_with_them(recipe, tmp_path):
   """`--dry_run` plans the fine-tuning recipes without the pretrained weights;
   training stops at once, naming init_from.path, before any data or workdir."""
-  config = recipe.get_config(f"path={tmp_path}/deit.safetensors" if recipe is
-                             deit_s_finetune_fourier else f"pretrained={tmp_path}/none")
+  recipe = importlib.import_module(f"vit_spectral.configs.{recipe}")
+  config = recipe.get_config(f"pretrained={tmp_path}/none" if recipe is transfer_linear_probe
+                             else f"path={tmp_path}/weights.safetensors")
   config.input.batch_size = 8
   config.model.update(hidden_size=32, num_heads=2, mlp_dim=64, depth=1)
   plan = dry_run.plan(config)
-  assert plan.meta.num_classes == {deit_s_finetune_fourier: 1000,
-                                   transfer_linear_probe: 102}[recipe]
+  assert plan.meta.num_classes == (102 if recipe is transfer_linear_probe else 1000)
   with pytest.raises(errors.ConfigError, match=r"init_from\.path="):
     trainer.train_and_evaluate(config, str(tmp_path / "workdir"))
   assert not (tmp_path / "workdir").exists()
+
+
+def test_cait_finetune_recipe_trains_from_timms_cait_weights(tmp_path, monkeypatch):
+  """Paper 000 App. G.1's recipe (configs/cait_finetune_fourier.py) runs from a
+  timm CaiT file: two steps on mock ImageNet at 32x32, CaiT-XXS24's width
+  with 2 self-attention blocks (the fixture's random weights, cut to 2).
+  The first state holds the file's tensors (the 14x14 position embedding
+  resampled to 2x2 bicubically, as timm does) and FeatScale's s, t at zero."""
+  import tensorflow_datasets as tfds  # noqa: PLC0415
+  from safetensors.numpy import save_file  # noqa: PLC0415
+  from tests.models import pretrained_fixtures as fx  # noqa: PLC0415
+  from vit_spectral.configs import cait_finetune_fourier  # noqa: PLC0415
+  from vit_spectral.models import scan_to_loop  # noqa: PLC0415
+  weights = {k: v for k, v in fx.fixture_weights(fx.read_fixture("cait_xxs24_224")).items()
+             if not (k.startswith("blocks.") and int(k.split(".")[1]) >= 2)}
+  path = tmp_path / "cait_xxs24_224.safetensors"
+  save_file(weights, str(path))
+  config = cait_finetune_fourier.get_config(
+      f"variant=CaiT-XXS24,method=feat_scale,path={path},dtype=float32")
+  config.model.depth = 2
+  config.total_steps, config.num_epochs = 2, None
+  config.eval_every, config.eval_every_epochs = 2, None
+  config.checkpoint_every, config.checkpoint_every_epochs = 2, None
+  config.async_checkpointing = False
+  config.optim.warmup_epochs, config.optim.warmup_steps = None, 1
+  config.input.update(batch_size=8, eval_batch_size=8, shuffle_buffer=16, image_size=32,
+                      download=True, data_dir=str(tmp_path / "tfds"))
+  config_checks.validate_config(config)
+
+  started, original = [], trainer.initial_state
+
+  def spy(settings, jitted):
+    state = original(settings, jitted)
+    started.append(jax.device_get(state))   # before the first update (it is donated)
+    return state
+
+  monkeypatch.setattr(trainer, "initial_state", spy)
+  with tfds.testing.mock_data(num_examples=8):
+    metrics = trainer.train_and_evaluate(config, str(tmp_path / "workdir"))
+  assert 0.0 <= metrics["eval_accuracy"] <= 1.0
+  (state,) = started
+  got = _flat(scan_to_loop(state.params))
+  np.testing.assert_array_equal(got["head/kernel"], weights["head.weight"].T)
+  np.testing.assert_array_equal(got["class_stage/classblock_1/norm2/scale"],
+                                weights["blocks_token_only.1.norm2.weight"])
+  np.testing.assert_array_equal(got["encoder/encoderblock_1/mlp/fc1/kernel"],
+                                weights["blocks.1.mlp.fc1.weight"].T)
+  np.testing.assert_array_equal(got["encoder/encoderblock_0/alpha1"], weights["blocks.0.gamma_1"])
+  np.testing.assert_allclose(got["pos_embedding"],
+                             posemb.resample(weights["pos_embed"], 0, (2, 2), (14, 14),
+                                             "bicubic"), rtol=1e-6)
+  for block in range(2):
+    for name in ("dc_scale", "hc_scale"):
+      assert not np.any(got[f"encoder/encoderblock_{block}/feat_scale/{name}"])

@@ -39,6 +39,8 @@ CaiT-XXS24), epochs, batch, drop_path (negative = the variant's: 0.1 S24, 0.05
 XXS24), dtype (bfloat16 = mixed precision, the default; float32).
 """
 
+import ml_collections
+
 from vit_spectral.configs import common
 from vit_spectral.configs.imagenet_deit import deit_recipe
 
@@ -49,7 +51,23 @@ ROWS = {
     "feat_scale": ({"block": {"feat_scale": True}}, 83.2),
 }
 # CaiT's uniform stochastic-depth rate per variant.
-_DROP_PATH = {"CaiT-S24": 0.1, "CaiT-XXS24": 0.05}
+DROP_PATH = {"CaiT-S24": 0.1, "CaiT-XXS24": 0.05}
+
+
+def cait_recipe(*, row: str, variant: str, epochs: float, batch: int, drop_path: float,
+                dtype: str) -> ml_collections.ConfigDict:
+  """The module docstring's recipe for one row (negative drop_path = the variant's)."""
+  if row not in ROWS:
+    raise ValueError(f"imagenet_cait row={row!r}; choose one of {sorted(ROWS)}")
+  if variant not in DROP_PATH:
+    raise ValueError(f"imagenet_cait variant={variant!r}; choose one of {sorted(DROP_PATH)}")
+  fields, _ = ROWS[row]
+  config = deit_recipe(batch=batch, epochs=epochs, variant=variant,
+                       drop_path_rate=DROP_PATH[variant] if drop_path < 0 else drop_path,
+                       dtype=dtype, **fields)
+  config.input.crop_fraction = 1.0
+  config.input.eval_resize_method = "bicubic"
+  return config
 
 
 def get_config(arg=None):
@@ -58,15 +76,5 @@ def get_config(arg=None):
   args = common.parse_arg(",".join(items), row=row or "baseline", variant="CaiT-S24",
                           epochs=400.0, batch=1024, drop_path=-1.0,
                           dtype=common.ACCELERATOR_DTYPE)
-  if args.row not in ROWS:
-    raise ValueError(f"imagenet_cait row={args.row!r}; choose one of {sorted(ROWS)}")
-  if args.variant not in _DROP_PATH:
-    raise ValueError(f"imagenet_cait variant={args.variant!r}; choose one of "
-                     f"{sorted(_DROP_PATH)}")
-  drop_path = _DROP_PATH[args.variant] if args.drop_path < 0 else args.drop_path
-  fields, _ = ROWS[args.row]
-  config = deit_recipe(batch=args.batch, epochs=args.epochs, variant=args.variant,
-                       drop_path_rate=drop_path, dtype=args.dtype, **fields)
-  config.input.crop_fraction = 1.0
-  config.input.eval_resize_method = "bicubic"
-  return config
+  return cait_recipe(row=args.row, variant=args.variant, epochs=args.epochs, batch=args.batch,
+                     drop_path=args.drop_path, dtype=args.dtype)

@@ -13,6 +13,10 @@ checkpoint's architecture: our mechanisms, e.g.
 start at their initial values, which are zero for both (paper 000), so the
 converted model computes the pretrained function until they train.
 
+`load_into` (`config.init_from`) fits a checkpoint to a model the config
+built: the ViT, or a family of `LOAD_INTO_FAMILIES` (CaiT, whose timm
+checkpoints `cait_timm.timm_params` converts).
+
 What makes the converted model compute the anchor's function:
 
 * timm (PyTorch): NCHW conv kernel (D, C, p, p) -> (p, p, C, D); the fused
@@ -63,9 +67,15 @@ from vit_spectral.models.weight_files import read_weights
 # timm architecture-name prefixes of the other backbones -> our converter module
 # (vit_spectral.models.<module>, with `TIMM_NAMES` and `load_timm(weights, name, ...)`).
 TIMM_FAMILIES = {"swin_": "swin_timm", "cait_": "cait_timm"}
+# Model classes besides the ViT that `load_into` (config.init_from) fits ->
+# the converter module whose `timm_params(weights, num_heads)` reads their timm
+# checkpoints. Swin is not among them: its stages and relative position tables
+# are fitted by `swin_timm.load_timm` only.
+LOAD_INTO_FAMILIES = {"CaiT": "cait_timm"}
 
-__all__ = ["FORMATS", "LoadReport", "TIMM_FAMILIES", "flat_paths", "nest_paths", "big_vision_params", "load_big_vision", "load_into",
-           "load_timm", "timm_model_config", "timm_params"]
+__all__ = ["FORMATS", "LOAD_INTO_FAMILIES", "LoadReport", "TIMM_FAMILIES", "flat_paths",
+           "nest_paths", "big_vision_params", "load_big_vision", "load_into", "load_timm",
+           "timm_model_config", "timm_params"]
 
 FORMATS = ("timm", "big_vision", "vit_spectral")
 # How each format's position embedding is resampled (models.posemb).
@@ -73,6 +83,8 @@ _RESAMPLING = {"timm": "bicubic", "big_vision": "scipy_linear", "vit_spectral": 
 _TIMM_SIZES = {"tiny": "Ti", "small": "S", "base": "B", "large": "L"}
 _TIMM_NAME = re.compile(r"(vit|deit)_(tiny|small|base|large)_patch(\d+)_(\d+)")
 _BLOCK = re.compile(r"encoder/encoderblock_(\d+)/")
+# Numbered layers a source may not have more of than the model: (path, model field).
+_LAYERS = ((_BLOCK, "depth"), (re.compile(r"class_stage/classblock_(\d+)/"), "class_depth"))
 _HEAD = ("head/kernel", "head/bias")
 
 # Tensors that mean an architecture this ViT does not compute.
@@ -342,22 +354,36 @@ def big_vision_params(weights: Mapping[str, np.ndarray], num_prefix_tokens: int
 
 # --- fitting converted tensors to a model ------------------------------------------
 
-def _plain_paths(model: ViT, image_size: int) -> set[str]:
-  """The parameter paths of the plain ViT of `model`'s shape (loop layout):
+def _plain_paths(model: Any, image_size: int) -> set[str]:
+  """The parameter paths of the plain model of `model`'s shape (loop layout):
   what a checkpoint of that architecture must provide. Mechanisms added on
-  top (AttnScale, FeatScale, ...) add paths beyond these."""
-  plain = ViT(num_classes=model.num_classes, patch_size=model.patch_size,
-              hidden_size=model.hidden_size, depth=model.depth, num_heads=model.num_heads,
-              mlp_dim=model.mlp_dim, stem=model.stem, pooling=model.pooling,
-              posemb=model.posemb, norm=model.norm, encoder_mode="loop")
+  top (AttnScale, FeatScale, ...) add paths beyond these. For another family
+  (`LOAD_INTO_FAMILIES`): `model` with the default attention and no block
+  options or layer overrides (its own fields, e.g. CaiT's talking heads and
+  class stage, stay)."""
+  if isinstance(model, ViT):
+    plain = ViT(num_classes=model.num_classes, patch_size=model.patch_size,
+                hidden_size=model.hidden_size, depth=model.depth, num_heads=model.num_heads,
+                mlp_dim=model.mlp_dim, stem=model.stem, pooling=model.pooling,
+                posemb=model.posemb, norm=model.norm, encoder_mode="loop")
+  else:
+    plain = model.clone(parent=None, attention=ViT.attention, attention_kwargs=None,
+                        block_options=None, layer_overrides=None, encoder_mode="loop",
+                        encoder_unroll=1)
   image = jax.ShapeDtypeStruct((1, image_size, image_size, 3), jnp.float32)
   shapes = jax.eval_shape(lambda x: plain.init(jax.random.key(0), x), image)
   return set(flat_paths(shapes["params"]))
 
 
-def _image_size(model: ViT, target: Mapping[str, Any]) -> int:
+def _num_prefix(model: Any) -> int:
+  """Rows of the position embedding before the patch tokens: the ViT's CLS
+  with CLS pooling; CaiT's embedding covers the patch tokens only."""
+  return int(getattr(model, "pooling", None) == "cls")
+
+
+def _image_size(model: Any, target: Mapping[str, Any]) -> int:
   if "pos_embedding" in target:
-    tokens = target["pos_embedding"].shape[1] - (model.pooling == "cls")
+    tokens = target["pos_embedding"].shape[1] - _num_prefix(model)
     return posemb_lib.grid_of(tokens)[0] * model.patch_size
   return model.patch_size * 2     # no learned embedding: any size has the same paths
 
@@ -367,18 +393,21 @@ def _loop_flat(tree: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _fit(converted: Mapping[str, np.ndarray], names: Mapping[str, str], unused: list[str],
-         model: ViT, target: Mapping[str, Any], initial: Callable[[], Mapping[str, Any]],
+         model: Any, target: Mapping[str, Any], initial: Callable[[], Mapping[str, Any]],
          *, resampling: str, reinit_head: bool) -> tuple[dict[str, Any], LoadReport]:
   """Fills the parameters `target` describes (loop-layout flat abstract
   params) from `converted`, taking the rest from `initial()` (called only if
   needed). Returns (flat loop-layout NumPy params, report)."""
   label = lambda path: f"{path} ({names[path]})" if path in names else path  # noqa: E731
-  depth = model.depth
-  deeper = sorted({int(m.group(1)) for p in converted if (m := _BLOCK.match(p))
-                   and int(m.group(1)) >= depth})
-  if deeper:
-    raise _mismatch(f"the source has blocks up to {deeper[-1]} ({deeper[-1] + 1} or more "
-                    f"layers), the model has depth {depth}")
+  for pattern, field in _LAYERS:
+    if not hasattr(model, field):
+      continue
+    depth = getattr(model, field)
+    deeper = sorted({int(m.group(1)) for p in converted if (m := pattern.match(p))
+                     and int(m.group(1)) >= depth})
+    if deeper:
+      raise _mismatch(f"the source has blocks up to {deeper[-1]} ({deeper[-1] + 1} or more "
+                      f"layers), the model has {field} {depth}")
   required = _plain_paths(model, _image_size(model, target)) & set(target)
   missing = sorted(p for p in required if p not in converted
                    and not (reinit_head and p in _HEAD))
@@ -398,7 +427,7 @@ def _fit(converted: Mapping[str, np.ndarray], names: Mapping[str, str], unused: 
       (reinitialised if value is not None else initialised).append(path)
       continue
     if tuple(value.shape) != want and path == "pos_embedding" and value.shape[-1] == want[-1]:
-      prefix = int(model.pooling == "cls")
+      prefix = _num_prefix(model)
       new_grid = posemb_lib.grid_of(want[1] - prefix)
       try:
         old_grid = posemb_lib.grid_of(value.shape[1] - prefix)
@@ -424,7 +453,7 @@ def _fit(converted: Mapping[str, np.ndarray], names: Mapping[str, str], unused: 
   return params, report
 
 
-def _convert(source: Any, format: str, model: ViT) -> tuple[dict, dict, list]:
+def _convert(source: Any, format: str, model: Any) -> tuple[dict, dict, list]:
   """(flat converted {our path: array}, {path: source name}, unused names)."""
   if format == "vit_spectral":
     if not isinstance(source, Mapping):
@@ -432,13 +461,21 @@ def _convert(source: Any, format: str, model: ViT) -> tuple[dict, dict, list]:
                        "training.checkpointing.latest_params), not a file path")
     flat = _loop_flat(source)
     return {k: np.asarray(v) for k, v in flat.items()}, {}, []
+  family = type(model).__name__
+  if not isinstance(model, ViT) and format != "timm":
+    raise ValueError(f"init_from.format={format!r} holds ViT checkpoints; a {family} "
+                     "loads from 'timm' or 'vit_spectral'")
   weights = read_weights(source)
+  if not isinstance(model, ViT):    # the family's converter (strict: unknown tensors raise)
+    converter = importlib.import_module(f"vit_spectral.models.{LOAD_INTO_FAMILIES[family]}")
+    converted, names = converter.timm_params(weights, model.num_heads)
+    return converted, names, []
   if format == "timm":
     return timm_params(weights, model.num_heads)
-  return big_vision_params(weights, int(model.pooling == "cls"))
+  return big_vision_params(weights, _num_prefix(model))
 
 
-def load_into(source: Any, format: str, model: ViT, init_params: Mapping[str, Any], *,
+def load_into(source: Any, format: str, model: Any, init_params: Mapping[str, Any], *,
               reinit_head: bool) -> tuple[dict[str, Any], LoadReport]:
   """Pretrained weights fitted to `model`, for fine-tuning (`config.init_from`).
 
@@ -447,7 +484,9 @@ def load_into(source: Any, format: str, model: ViT, init_params: Mapping[str, An
       timm state dict; for "vit_spectral" a params tree of host arrays in any
       encoder layout (`training.checkpointing.latest_params`).
     format: one of FORMATS.
-    model: the ViT the parameters are for.
+    model: the model the parameters are for: the ViT or a class of
+      LOAD_INTO_FAMILIES (CaiT: timm's `cait_*` checkpoints, through
+      `cait_timm.timm_params`; its position embedding has no CLS row).
     init_params: its freshly initialised params (any layout): their values
       fill what the source lacks (mechanism parameters, the head with
       `reinit_head`) and their shapes, dtypes and layout are the target's.
@@ -464,10 +503,11 @@ def load_into(source: Any, format: str, model: ViT, init_params: Mapping[str, An
   """
   if format not in FORMATS:
     raise ValueError(f"format={format!r}; choose one of {list(FORMATS)}")
-  if not isinstance(model, ViT):
-    raise ValueError(f"load_into (config.init_from) fits weights to the ViT only, not to "
-                     f"{type(model).__name__}; load that family's timm weights with "
-                     "load_timm(source, name), which returns its model and variables")
+  if not isinstance(model, ViT) and type(model).__name__ not in LOAD_INTO_FAMILIES:
+    raise ValueError(f"load_into (config.init_from) fits weights to the ViT and "
+                     f"{', '.join(LOAD_INTO_FAMILIES)}, not to {type(model).__name__}; load "
+                     "that family's timm weights with load_timm(source, name), which "
+                     "returns its model and variables")
   converted, names, unused = _convert(source, format, model)
   target = _loop_flat(jax.tree_util.tree_map(
       lambda a: jax.ShapeDtypeStruct(np.shape(a), a.dtype), init_params))
