@@ -1,0 +1,197 @@
+"""Fast in-memory training on scikit-learn's digits, for the claims ledger.
+
+The trainer (`vit_spectral.training.trainer`) runs the recipes through tf.data,
+checkpoints and logs; the ledger needs dozens of short runs over several seeds,
+so this module trains the same models (built by `models.build_model` from a
+recipe's `config.model`, optimised by `training.optim.make_optimizer` from its
+`config.optim`, with the trainer's own `training.steps.cross_entropy`) on the
+digits held in memory: the 1437 training and 360 test images of
+`data.digits.digits_split_indices`, scaled to [0, 1] as the input pipeline does,
+one jitted `lax.scan` over a chunk of steps per call.
+
+Each seed fixes the initialisation, the dropout stream and the order of the
+examples (a fresh permutation per epoch), so a run is reproducible on one
+machine.
+
+  run = train(config, seed=0, steps=800, record_every=200, record=fn)
+  run.test_accuracy, run.losses, run.records[step], run.params
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from vit_spectral.data.digits import digits_split_indices, rescale_to_uint8
+from vit_spectral.models import build_model
+from vit_spectral.training.optim import make_optimizer
+from vit_spectral.training.steps import cross_entropy
+
+NUM_CLASSES = 10
+
+
+@dataclasses.dataclass
+class Digits:
+  """The digits split, as float32 images in [0, 1]: (N, 8, 8, 1) and labels (N,)."""
+  train_images: np.ndarray
+  train_labels: np.ndarray
+  test_images: np.ndarray
+  test_labels: np.ndarray
+
+
+_DIGITS: Digits | None = None
+
+
+def digits() -> Digits:
+  """The 1437 / 360 split of `data.digits` (loaded once per process)."""
+  global _DIGITS
+  if _DIGITS is None:
+    from sklearn import datasets  # noqa: PLC0415
+    data = datasets.load_digits()
+    images = rescale_to_uint8(data.images).astype(np.float32)[..., None] / 255.0
+    train, test = digits_split_indices()
+    _DIGITS = Digits(images[train], data.target[train].astype(np.int32),
+                     images[test], data.target[test].astype(np.int32))
+  return _DIGITS
+
+
+@dataclasses.dataclass
+class Run:
+  """One finished run.
+
+  Attributes:
+    model: the Flax module.
+    params: final parameters.
+    init_params: parameters at step 0.
+    losses: (steps,) training loss per step (NaN/inf kept: see `diverged`).
+    test_accuracy: accuracy on the 360 test digits at the end (NaN if diverged).
+    records: {step: record(model, params)} at step 0, every `record_every`, the end.
+    diverged: a non-finite loss was seen.
+  """
+  model: Any
+  params: Any
+  init_params: Any
+  losses: np.ndarray
+  test_accuracy: float
+  records: dict[int, Any]
+  diverged: bool
+
+
+def example_order(seed: int, steps: int, batch_size: int, num_examples: int) -> np.ndarray:
+  """(steps, batch_size) example indices: successive epochs, each a fresh permutation."""
+  rng = np.random.default_rng(seed)
+  epochs = math.ceil(steps * batch_size / num_examples)
+  order = np.concatenate([rng.permutation(num_examples) for _ in range(epochs)])
+  return order[:steps * batch_size].reshape(steps, batch_size).astype(np.int32)
+
+
+def accuracy(model, params, images, labels, batch_size: int = 360) -> float:
+  """Top-1 accuracy of `model` (inference mode) on `images`."""
+  apply = jax.jit(lambda p, x: model.apply({"params": p}, x, train=False))
+  correct = 0
+  for start in range(0, len(images), batch_size):
+    logits = apply(params, images[start:start + batch_size])
+    correct += int((np.asarray(logits).argmax(-1) == labels[start:start + batch_size]).sum())
+  return correct / len(images)
+
+
+_COMPILED: dict[str, Any] = {}
+
+
+def _compiled(config, steps: int, batch_size: int, smoothing: float):
+  """(model, optimizer, jitted chunk of steps) for this config, built once per
+  process: seeds of one setup share the compiled step."""
+  key = "|".join([config.model.to_json(), config.optim.to_json(), str(steps),
+                  str(batch_size), str(smoothing)])
+  if key in _COMPILED:
+    return _COMPILED[key]
+  model = build_model(config.model, NUM_CLASSES)
+  tx, _ = make_optimizer(config.optim, steps, batch_size=batch_size)
+
+  def one_step(carry, xs, dropout_rng, images, labels):
+    params, opt_state = carry
+    step, index = xs
+
+    def loss_fn(p):
+      logits = model.apply({"params": p}, images[index], train=True,
+                           rngs={"dropout": jax.random.fold_in(dropout_rng, step)})
+      return cross_entropy(logits, labels[index], NUM_CLASSES, smoothing).mean()
+
+    loss, grads = jax.value_and_grad(loss_fn)(params)
+    updates, opt_state = tx.update(grads, opt_state, params)
+    params = jax.tree.map(lambda p, u: p + u, params, updates)
+    return (params, opt_state), loss
+
+  @jax.jit
+  def run_chunk(params, opt_state, step_ids, indices, dropout_rng, images, labels):
+    body = lambda carry, xs: one_step(carry, xs, dropout_rng, images, labels)
+    (params, opt_state), losses = jax.lax.scan(body, (params, opt_state), (step_ids, indices))
+    return params, opt_state, losses
+
+  _COMPILED[key] = (model, tx, run_chunk)
+  return _COMPILED[key]
+
+
+def train(config, *, seed: int, steps: int, batch_size: int | None = None,
+          record_every: int | None = None,
+          record: Callable[[Any, Any], Any] | None = None,
+          chunk: int = 50, stop_on_divergence: bool = True) -> Run:
+  """Trains `config.model` with `config.optim` on the digits for `steps` steps.
+
+  Args:
+    config: a recipe ConfigDict (its `model`, `optim`, `label_smoothing` and
+      `input.batch_size` are read; the data is always the in-memory digits).
+    seed: initialisation, dropout and example-order seed.
+    steps: optimizer steps.
+    batch_size: overrides `config.input.batch_size`.
+    record_every: call `record(model, params)` every this many steps (and at
+      steps 0 and `steps`); None: only at 0 and `steps`.
+    record: what to keep at those steps (e.g. a probe); None keeps nothing.
+    chunk: steps per jitted scan (a divisor of record_every is best).
+    stop_on_divergence: stop at the first chunk with a non-finite loss.
+  """
+  data = digits()
+  batch_size = batch_size or int(config.input.batch_size)
+  smoothing = float(config.get("label_smoothing", 0.0) or 0.0)
+  model, tx, run_chunk = _compiled(config, steps, batch_size, smoothing)
+  init_rng, dropout_rng = jax.random.split(jax.random.PRNGKey(seed))
+  params = model.init({"params": init_rng}, jnp.asarray(data.train_images[:2]),
+                      train=False)["params"]
+  init_params = params
+  opt_state = tx.init(params)
+  images = jnp.asarray(data.train_images)
+  labels = jnp.asarray(data.train_labels)
+  order = example_order(seed, steps, batch_size, len(data.train_images))
+
+  marks = {0, steps}
+  if record_every:
+    marks |= set(range(record_every, steps, record_every))
+  records = {}
+  if record is not None:
+    records[0] = record(model, params)
+  losses = []
+  diverged = False
+  step = 0
+  while step < steps:
+    stop = min(step + chunk, min(m for m in marks if m > step))
+    params, opt_state, chunk_losses = run_chunk(
+        params, opt_state, jnp.arange(step, stop), jnp.asarray(order[step:stop]),
+        dropout_rng, images, labels)
+    chunk_losses = np.asarray(chunk_losses)
+    losses.append(chunk_losses)
+    step = stop
+    if not np.all(np.isfinite(chunk_losses)):
+      diverged = True
+      if stop_on_divergence:
+        break
+    if record is not None and step in marks:
+      records[step] = record(model, params)
+  losses = np.concatenate(losses)
+  test_acc = (float("nan") if diverged else
+              accuracy(model, params, data.test_images, data.test_labels))
+  return Run(model, params, init_params, losses, test_acc, records, diverged)

@@ -1,0 +1,98 @@
+"""What the ledger's training experiments read off a model: per-layer means.
+
+`layer_means(model, params, images)` runs the model once (the metrics of `analysis.probe`) and averages each
+metric over the images (and heads), so a run keeps a few numbers per layer
+instead of the maps. The test digits are the probe images.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import jax
+
+from vit_spectral.analysis.attention_spectrum import attention_spectrum
+from vit_spectral.analysis.frequency import hc_dc_ratio, hc_proportion
+from vit_spectral.analysis.probe import ATTENTION_KEY, OUTPUT_KEY, sown_blocks
+from vit_spectral.analysis.similarity import attention_cosine_similarity, token_cosine_similarity
+
+from benchmarks.claims.digits_runs import digits
+
+PROBE_IMAGES = 128
+
+
+def probe_images(count: int = PROBE_IMAGES) -> np.ndarray:
+  """The first `count` test digits, (count, 8, 8, 1)."""
+  return digits().test_images[:count]
+
+
+_FORWARD: dict[int, object] = {}
+
+
+def forward(model, params, images):
+  """(logits, per-layer sown dicts) of `model` in inference mode; the jitted
+  forward is built once per model object (seeds of one setup share it)."""
+  fn = _FORWARD.get(id(model))
+  if fn is None:
+    def run(params, images):
+      logits, state = model.apply({"params": params}, images, train=False,
+                                  mutable=["intermediates"])
+      return logits, sown_blocks(state["intermediates"])
+    fn = _FORWARD[id(model)] = (model, jax.jit(run))
+  return fn[1](params, images)
+
+
+def attention_entropy(maps: np.ndarray) -> np.ndarray:
+  """Mean entropy (nats) of each attention row: (L, B, H, T, T) -> (L,)."""
+  p = np.clip(maps, 1e-12, 1.0)
+  return -(maps * np.log(p)).sum(-1).mean(axis=(1, 2, 3))
+
+
+def layer_means(model, params, images=None) -> dict[str, list]:
+  """Per-layer means over the probe images.
+
+  Returns lists over layers:
+    hc_dc: ‖HC‖/‖DC‖ of the block output (paper 000 Def. 1).
+    hc_proportion: ‖HC‖/‖X‖ (App. G.3).
+    token_cosine: eq. 76; attention_cosine: eq. 75.
+    spectrum_high_over_dc: mean response of the attention maps over the non-DC
+      frequencies divided by the DC response (App. F.2), mean over heads.
+    lowpass_heads: share of (head, image) maps whose DC response is the largest.
+    entropy: mean attention-row entropy (nats).
+  """
+  images = probe_images() if images is None else images
+  _, layers = forward(model, params, images)
+  stack = lambda f, key: np.stack([np.asarray(f(l[key])) for l in layers])
+  out = {"hc_dc_ratio": stack(hc_dc_ratio, OUTPUT_KEY),
+         "hc_proportion": stack(hc_proportion, OUTPUT_KEY),
+         "token_cosine_similarity": stack(token_cosine_similarity, OUTPUT_KEY),
+         "attention_cosine_similarity": stack(attention_cosine_similarity, ATTENTION_KEY),
+         "attention_spectrum": stack(attention_spectrum, ATTENTION_KEY),
+         "attention_weights": stack(lambda a: a, ATTENTION_KEY)}
+  spectrum = out["attention_spectrum"]                       # (L, B, H, T)
+  dc = spectrum[..., 0]
+  high = spectrum[..., 1:].mean(-1)
+  return {
+      "hc_dc": out["hc_dc_ratio"].mean(1).tolist(),
+      "hc_proportion": out["hc_proportion"].mean(1).tolist(),
+      "token_cosine": out["token_cosine_similarity"].mean(1).tolist(),
+      "attention_cosine": out["attention_cosine_similarity"].mean(1).tolist(),
+      "spectrum_high_over_dc": (high / dc).mean(axis=(1, 2)).tolist(),
+      "lowpass_heads": (spectrum[..., 0] >= spectrum[..., 1:].max(-1)).mean(axis=(1, 2)).tolist(),
+      "entropy": attention_entropy(out["attention_weights"]).tolist(),
+  }
+
+
+def seeds_table(per_seed: dict[int, list]) -> dict[str, list]:
+  """{seed: values} -> {"seed 0": values, ...} for `measured`."""
+  return {f"seed {s}": v for s, v in per_seed.items()}
+
+
+def spearman_depth(values) -> float:
+  """Spearman rank correlation of `values` with the layer index (1 = increasing)."""
+  values = np.asarray(values, np.float64)
+  if len(values) < 2:
+    return 0.0
+  ranks = np.argsort(np.argsort(values))
+  depth = np.arange(len(values))
+  return float(np.corrcoef(ranks, depth)[0, 1]) if np.std(ranks) else 0.0
