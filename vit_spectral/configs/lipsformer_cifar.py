@@ -8,10 +8,10 @@ Launch (prepare the data first: `tfds build cifar10 --data_dir=DIR`):
 
 Model: a ViT-S/4-shaped LipsFormer (32×32 images, 4×4 patches → 64 tokens + CLS,
 width 384, 12 blocks, 6 heads, MLP 1536) with CenterNorm, scaled cosine
-attention (τ = 12), spectral init, weighted residuals α = 1/L (L = 36 residual
-branches with the convolution branch), the 7×7 depth-wise + 1×1 convolution
-branch and the LipsFormer block order; DropPath 0.2 without rescaling
-(Table 6, tiny; App. J). Optimizer
+attention (τ = 12), spectral init, weighted residuals α = 1/L (L = 12 blocks,
+Table 6), the 7×7 depth-wise + 1×1 convolution branch and the LipsFormer block
+order; DropPath 0.2 without rescaling in training (Table 6, tiny; App. J;
+× (1 − p) at evaluation). Optimizer
 (Table 6, tiny): AdamW lr 2e-3, betas (0.9, 0.999), eps 1e-8, weight decay 0.05,
 label smoothing 0.1, cosine schedule, no warmup, no clipping; 300 epochs at
 batch 256 (`epochs=`, `lr=`, `depth=` arguments). `dtype=float32` switches

@@ -13,9 +13,10 @@ LipsFormer-CSwin-S 83.8%, LipsFormer-CSwin-B 84.6% (CSwin-T/S/B with
 warmup: 82.7 / 83.6 / 84.2%, `imagenet_cswin.py`).
 
 Model: the registered "LipsFormer-CSwin-T/S/B" (`models.cswin`: CenterNorm,
-scaled cosine attention τ = 12 with LePE, spectral init, α = 1/L, the
-dw+pw and second dw convolution branches, LipsFormer block order,
-non-overlapping embedding and merging, DropPath without rescaling).
+scaled cosine attention τ = 12 with LePE, spectral init, α = 0.2 (the
+authors' code; Table 3's best), the dw+pw and second dw convolution branches,
+LipsFormer block order, non-overlapping embedding and merging, DropPath
+without rescaling in training, × (1 − p) at evaluation).
 
 Recipe (§5.1 and App. C, Table 6): AdamW (0.9, 0.999), eps 1e-8, no
 gradient clipping, batch 2048, lr 2e-3 (T, S) / 1e-3 (B, Table 6) at that

@@ -7,9 +7,10 @@ Launch (ImageNet must be prepared for TFDS by hand, see the README):
   python train.py --config=configs/lipsformer_imagenet.py:size=base ...
 
 A plain (single-stage) ViT with the LipsFormer blocks: CenterNorm, scaled cosine
-attention (τ = 12), spectral init, α = 1/L, the 7×7 depth-wise + 1×1 convolution
-branch, LipsFormer block order, DropPath without rescaling (App. J); 224²
-images, 16×16 patches. Table 6
+attention (τ = 12), spectral init, α = 1/L (L = depth, the number of blocks,
+Table 6), the 7×7 depth-wise + 1×1 convolution branch, LipsFormer block order,
+DropPath without rescaling in training (App. J; × (1 − p) at evaluation);
+224² images, 16×16 patches. Table 6
 hyper-parameters by size: tiny/small AdamW lr 2e-3, weight decay 0.05, DropPath
 0.2/0.4, betas (0.9, 0.999); base lr 1e-3, weight decay 0.1, DropPath 0.5;
 large as base with betas (0.9, 0.99); eps 1e-8, label smoothing 0.1, cosine

@@ -5,12 +5,23 @@ spectral initialization (eq. 5), weighted residual shortcuts (eq. 4) with
 α = 1/L, the convolution branch (§4.2.1: 7×7 depth-wise then 1×1 point-wise,
 one weighted residual branch without a norm) and the LipsFormer block order
 x <- CenterNorm(x + DropPath(α ⊙ f(x))) for attention and feed-forward
-(Table 1), DropPath without the 1/(1 − p) rescaling (App. J). Table 6: no
-warmup, AdamW, no gradient clipping.
+(Table 1), DropPath without the 1/(1 − p) rescaling in training (App. J; at
+evaluation the branches are scaled by 1 − p instead, `layers.drop_path`).
+Table 6: no warmup, AdamW, no gradient clipping.
 
-L, the number of residual branches, counts every weighted branch of the
-network (2 per block, 3 with the convolution branch), so that α = 1/L makes
-Theorem 2's product over the branches at most exp(κ).
+α = 1/L with L the number of residual *blocks* (transformer blocks), the same
+α on every weighted branch of every block (`block_alpha`). Table 6: "L_t,
+L_s, L_b, L_ℓ are the number of residual blocks", α = 1/L; Theorem 2 sets α =
+1/Σ_s M_s with M_s the residual blocks of stage s. The paper's other numbers
+agree with blocks, not branches: §4.1.3 initialises α to "a small value such
+as 0.1 and 0.2" and Table 3 ablates 0.1–0.4. The authors' code decides what a
+block is: IDEA-Research/LipsFormer models/lipsformer_swin.py initialises every
+ScaleLayer of a block (conv, attention, MLP) to 1/num_layers with num_layers =
+sum(depths), the transformer blocks (1/12 for LipsFormer-Swin-T). With k
+weighted branches per block, eq. (19)'s product is then at most exp(k·κ)
+rather than Theorem 2's exp(κ) (`analysis.lipschitz`). The hierarchical
+LipsFormers carry their α in their VARIANTS: LipsFormer-Swin 1/sum(depths)
+(`models.swin`), LipsFormer-CSwin 0.2 (`models.cswin`, the authors' CSwin code).
 """
 
 from __future__ import annotations
@@ -18,8 +29,19 @@ from __future__ import annotations
 from vit_spectral.configs import common
 
 
+def block_alpha(num_blocks: int) -> float:
+  """α = 1/L, L = `num_blocks` transformer blocks (Table 6, Theorem 2; the
+  authors' lipsformer_swin.py: 1/sum(depths)). See the module docstring."""
+  if num_blocks <= 0:
+    raise ValueError(f"num_blocks={num_blocks} must be positive")
+  return 1.0 / num_blocks
+
+
 def residual_branches(depth: int, conv_block: bool) -> int:
-  """L: weighted residual branches in `depth` blocks (conv, attention, MLP)."""
+  """Weighted residual branches in `depth` blocks (conv, attention, MLP).
+
+  A count for the Lipschitz bound of eq. (19), which multiplies over branches;
+  not the L of α = 1/L, which counts blocks (`block_alpha`)."""
   return depth * (3 if conv_block else 2)
 
 
@@ -33,11 +55,12 @@ def lipsformer_model_fields(depth: int, *, conv_block: bool = True, tau: float =
     conv_block: add the depth-wise + point-wise convolution branch.
     tau: cosine-attention logit scale (12 in Table 6; 10 in the authors' code).
     normalize_value: normalise V (the paper) or not (the authors' Swin code).
-    alpha: initial residual weight; None = 1/L (Table 6).
+    alpha: initial residual weight of every branch; None = 1/depth
+      (`block_alpha`: Table 6, L = the number of blocks).
     conv_kernel_size: depth-wise kernel side (7).
   """
   if alpha is None:
-    alpha = 1.0 / residual_branches(depth, conv_block)
+    alpha = block_alpha(depth)
   return dict(
       depth=depth, norm="center_norm", kernel_init="spectral",
       attention=dict(name="cosine", tau=tau, normalize_value=normalize_value),

@@ -37,14 +37,15 @@ each group has its own (the column group's output projection without bias,
 
 LipsFormer-CSwin-T/S/B (paper 001, §4.2, App. B Table 4, Fig. 3): the CSwin
 shapes with CenterNorm (stem, merges and blocks), scaled cosine attention
-(τ = 12) with LePE, the weighted residual α = 1/L (L: the 4·blocks weighted
-branches), spectral init, the convolution branches — "two depth-wise
-convolutions (dwc) and one point-wise convolution (pwc)" (§5.3): the 7×7
-depth-wise + 1×1 branch and a second 7×7 depth-wise branch
-(`Block.extra_depthwise_branch`) — the LipsFormer block order (CenterNorm
-after the attention and feed-forward sums, so no final norm), DropPath
-without rescaling, and non-overlapping convolution embedding and merging "as
-in Swin" (4×4 stride 4, 2×2 stride 2: `embedding="patch"`). Parameters
+(τ = 12) with LePE, the weighted residual α initialised to 0.2 on every
+branch (`LIPSFORMER_CSWIN_ALPHA`, below), spectral init, the convolution
+branches — "two depth-wise convolutions (dwc) and one point-wise convolution
+(pwc)" (§5.3): the 7×7 depth-wise + 1×1 branch and a second 7×7 depth-wise
+branch (`Block.extra_depthwise_branch`) — the LipsFormer block order
+(CenterNorm after the attention and feed-forward sums, so no final norm),
+DropPath without rescaling in training (× (1 − p) at evaluation), and
+non-overlapping convolution embedding and merging "as in Swin" (4×4 stride
+4, 2×2 stride 2: `embedding="patch"`). Parameters
 (1000 classes): 23,780,136 / 37,505,832 / 83,052,232, equal to the
 authors' code's layer list (IDEA-Research/LipsFormer, models/cswin.py,
 `dw_conv_layer=2`; the paper rounds: 24M / 38M / 83M). Where that code
@@ -52,10 +53,21 @@ differs from the paper, the paper (and the library's LipsFormer block) is
 followed: the code has GELUs inside the convolution branches, one
 CenterNorm per block after the feed-forward sum (it declares a second, unused:
 same parameter count) where the paper has one after the attention sum and
-one after the feed-forward sum, α initialised to 0.2 rather than 1/L, and in
-the cosine attention un-normalised V and the heads divided by √K rather than
-K (`attention.cosine`'s defaults follow the paper; LePE convolves the V that
-is mixed, V̂ there).
+one after the feed-forward sum, and in the cosine attention un-normalised V
+and the heads divided by √K rather than K (`attention.cosine`'s defaults
+follow the paper; LePE convolves the V that is mixed, V̂ there).
+
+α = 0.2: here the paper contradicts itself and the authors' code decides.
+Table 6 gives α = 1/L with L the residual blocks (1/25 for CSwin-T), but
+§4.1.3 initialises α to "a small value such as 0.1 and 0.2" and Table 3
+ablates α ∈ {0.1, 0.2, 0.3, 0.4} on LipsFormer-CSwin-T, 0.2 best (81.6%, the
+figure of the full model in every other ablation row; 0.4 diverges), none of
+them 1/25. The authors' code (models/cswin.py, in the repository's first
+commit 00acb80, deleted since) builds every ScaleLayer of a
+block (the two depth-wise branches, attention, MLP) with its default init_t =
+0.2 (CSWin_64_12211_tiny_224 passes alpha=dict(init_t=0.05), but the
+block's `**alpha_cfg` is commented out); that default does not depend on the
+size, so S and B get 0.2 too (the code defines only the tiny model).
 
 FeatScale (paper 000) re-weights the two stripe groups' summed output, CSwin's
 one MSA output, with the token mean of the whole stage map as its DC
@@ -79,7 +91,8 @@ from vit_spectral.layers.initializers import get_initializer
 from vit_spectral.layers.norms import make_norm
 from vit_spectral.models.vit import ENCODER_MODES, Block, Encoder
 
-__all__ = ["CSwin", "CSwinStage", "EMBEDDINGS", "MODEL", "VARIANTS", "embedding_conv"]
+__all__ = ["CSwin", "CSwinStage", "EMBEDDINGS", "LIPSFORMER_CSWIN_ALPHA", "MODEL", "VARIANTS",
+           "embedding_conv"]
 
 # How the stem and the merges convolve (`CSwin.embedding`): CSwin's
 # overlapping convolutions or LipsFormer's non-overlapping ones ("as in Swin").
@@ -94,12 +107,17 @@ _SHAPES = {
 _CSWIN_BLOCK = {"norm_epsilon": 1e-5, "mlp_activation": "gelu_erf"}
 
 
+# LipsFormer-CSwin's initial α on every branch, all sizes: the authors' code
+# (IDEA-Research/LipsFormer models/cswin.py, ScaleLayer's init_t) and Table 3's
+# best; not Table 6's 1/L (module docstring).
+LIPSFORMER_CSWIN_ALPHA = 0.2
+
+
 def _lipsformer(shape: Mapping[str, Any]) -> dict[str, Any]:
   """The LipsFormer-CSwin fields of one CSwin shape (module docstring)."""
-  branches = 4 * sum(shape["depths"])   # conv (dw+pw), conv (dw), attention, MLP per block
   return dict(shape, embedding="patch", norm="center_norm", kernel_init="spectral",
               attention={"name": "cosine", "tau": 12.0, "lepe": True},
-              block={"block_order": "lipsformer", "residual_alpha": 1.0 / branches,
+              block={"block_order": "lipsformer", "residual_alpha": LIPSFORMER_CSWIN_ALPHA,
                      "conv_block": True, "conv_kernel_size": 7,
                      "extra_depthwise_branch": True,
                      "drop_path_rescale": False, "mlp_activation": "gelu_erf"})

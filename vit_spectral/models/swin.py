@@ -32,15 +32,18 @@ lists the stage's layers in order in either mode.
 LipsFormer-Swin-T (paper 001, App. Table 5, §4.2, Fig. 1 and 3): Swin-T's
 shape with the LipsFormer block (`Block(block_order="lipsformer")`:
 CenterNorm after the attention and MLP branches, scaled cosine attention with
-τ = 12, weighted residuals α = 1/L over L = 3·12 branches, the 7×7 depth-wise
-+ 1×1 point-wise convolution branch, DropPath without rescaling), spectral
+τ = 12, weighted residuals α = 1/L with L = 12 blocks (Table 6: L counts
+residual blocks; the official code below initialises every α of a block to
+1/sum(depths)), the 7×7 depth-wise + 1×1 point-wise convolution branch,
+DropPath without rescaling in training, × (1 − p) at evaluation), spectral
 initialization, CenterNorm in the stem and after each merge, and patch
 merging by a 2×2 stride-2 convolution (`merge="conv"`, §4.2). Differences
 from the official code (IDEA-Research/LipsFormer, models/lipsformer_swin.py),
 which we follow the paper over: that code merges patches with Swin's
 concatenation + Linear, has two depth-wise convolutions per block (the
-second without a point-wise one), feeds raw V with τ = 10, uses α = 1/12 and
-no shifted windows. Both keep Swin's relative position bias; so do we.
+second without a point-wise one), feeds raw V with τ = 10 and uses no shifted
+windows. Its α = 1/sum(depths) = 1/12 agrees with the paper (Table 6) and is
+ours. Both keep Swin's relative position bias; so do we.
 """
 
 from __future__ import annotations
@@ -314,8 +317,10 @@ class Swin(nn.Module):
 MODEL = Swin
 
 _SWIN_BLOCK = dict(mlp_activation="gelu_erf", norm_epsilon=SWIN_NORM_EPSILON)
-# LipsFormer-Swin-T: α = 1/L over L = 3 branches × 12 blocks (configs/lipsformer_parts.py).
-_LIPSFORMER_BRANCHES = 3 * 12
+# LipsFormer-Swin-T: α = 1/L, L = sum(depths) = 12 blocks (paper 001 Table 6; the
+# authors' models/lipsformer_swin.py: ScaleLayer(alpha=1/num_layers), num_layers =
+# sum(depths), on every branch; configs/lipsformer_parts.py, `block_alpha`).
+_LIPSFORMER_SWIN_T_DEPTHS = (2, 2, 6, 2)
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "Swin-T": dict(embed_dim=96, depths=(2, 2, 6, 2), num_heads=(3, 6, 12, 24),
@@ -325,10 +330,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "Swin-B": dict(embed_dim=128, depths=(2, 2, 18, 2), num_heads=(4, 8, 16, 32),
                    block=dict(_SWIN_BLOCK)),
     "LipsFormer-Swin-T": dict(
-        embed_dim=96, depths=(2, 2, 6, 2), num_heads=(3, 6, 12, 24), merge="conv",
-        norm="center_norm", kernel_init="spectral",
+        embed_dim=96, depths=_LIPSFORMER_SWIN_T_DEPTHS, num_heads=(3, 6, 12, 24),
+        merge="conv", norm="center_norm", kernel_init="spectral",
         attention=dict(name="cosine", tau=12.0, normalize_value=True),
-        block=dict(block_order="lipsformer", residual_alpha=1.0 / _LIPSFORMER_BRANCHES,
+        block=dict(block_order="lipsformer",
+                   residual_alpha=1.0 / sum(_LIPSFORMER_SWIN_T_DEPTHS),
                    conv_block=True, conv_kernel_size=7, drop_path_rescale=False,
                    mlp_activation="gelu_erf")),
 }

@@ -220,8 +220,10 @@ class Block(nn.Module):
     attention_residual: one of ATTENTION_RESIDUALS (see above).
     use_mlp: whether the block has its MLP sub-block.
     block_order: "pre_norm", "post_norm" or "lipsformer" (see above).
-    residual_alpha: initial value of the per-channel residual weight α (eq. 4;
-      LipsFormer uses 1/L, L = number of residual branches); None = no α.
+    residual_alpha: initial value of the per-channel residual weight α (eq. 4),
+      the same on every weighted branch; None = no α. LipsFormer: 1/L with L
+      the number of blocks (Table 6; `configs.lipsformer_parts.block_alpha`),
+      0.2 for LipsFormer-CSwin (the authors' code, `models.cswin`).
     conv_block: add LipsFormer's convolution branch (§4.2.1): depth-wise
       `conv_kernel_size`² ("conv_dw") then point-wise 1×1 ("conv_pw") on the
       patch grid, one weighted residual branch ("alpha_conv"); CLS passes
@@ -304,7 +306,7 @@ class Block(nn.Module):
                        f"of {list(BLOCK_ORDERS)}")
     if self.block_order == "lipsformer" and self.residual_alpha is None:
       raise ValueError("model.block.block_order='lipsformer' needs "
-                       "model.block.residual_alpha (e.g. 1/L for L residual branches)")
+                       "model.block.residual_alpha (e.g. 1/L for L blocks)")
     if self.conv_block and self.grid_size is None:
       raise ValueError("model.block.conv_block=True needs tokens on a patch grid")
     if self.extra_depthwise_branch and not self.conv_block:
