@@ -94,7 +94,11 @@ def restore_params(config, workdir: str, num_classes: int, image_shape):
 def analyse(model, params, images, labels) -> dict:
   logits, state = jax.jit(lambda p, x: model.apply({"params": p}, x,
                                                    mutable=["intermediates"]))(params, images)
-  layers = per_layer(state["intermediates"])
+  return analyse_layers(model, params, logits, per_layer(state["intermediates"]), labels)
+
+
+def analyse_layers(model, params, logits, layers, labels) -> dict:
+  """`analyse` from a forward pass already made: its logits and per-layer sown values."""
   ratios = [float(np.mean(frequency.hc_dc_ratio(l["block_output"]))) for l in layers]
   maps = [np.asarray(l["attention/attention_weights"]) for l in layers]
   kernels = eigen.layer_kernels(model, params)

@@ -95,9 +95,12 @@ def readme_block(entries) -> str:
 
 def paper_markdown(paper: str, path: str = ledger.LEDGER_PATH) -> str:
   """One paper's claims as Markdown, for its notebook's "What came out" cell."""
+  if paper not in ledger.PAPERS:
+    raise ValueError(f"paper={paper!r}; choose one of {list(ledger.PAPERS)}")
   entries = [e for e in ledger.read(path) if e["paper"] == paper]
   if not entries:
-    raise ValueError(f"the ledger {path} has no entry for paper {paper!r}")
+    return (f"**The claims ledger ({os.path.relpath(path, ledger.REPO)}) has no entry for "
+            f"paper {paper} yet**: run `python {ledger.SCRIPT} --paper={paper}`.")
   counts = collections.Counter(e["verdict"] for e in entries)
   lines = [f"**Paper {paper}: {len(entries)} claims** — " + ", ".join(
       f"{counts[v]} {MARKS[v]}" for v in ledger.VERDICTS if counts[v]), ""]

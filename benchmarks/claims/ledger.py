@@ -73,6 +73,17 @@ def experiment(name: str, paper: str, claims: tuple[str, ...], trains: bool = Fa
   return register
 
 
+def entry(paper: str, claim_id: str, where: str, claim: str, setup: str, measured: dict,
+          verdict_: str, why: str = "", figure=None) -> dict[str, Any]:
+  """One ledger entry (without `command`, which the runner adds). A reproduced
+  claim carries no why; `figure` (a matplotlib Figure) is saved by the runner."""
+  out = dict(id=claim_id, paper=paper, where=where, claim=claim, setup=setup,
+             measured=measured, verdict=verdict_, why="" if verdict_ == "reproduced" else why)
+  if figure is not None:
+    out["_figure"] = figure
+  return out
+
+
 def claim_experiments() -> dict[str, str]:
   """{claim id: experiment name} over every registered experiment."""
   out = {}
