@@ -98,19 +98,38 @@ def _nearest(centres):
   return d.min(1)
 
 
+def cover_entry(nearest: dict, nearest0: dict, seeds, setup: str) -> dict:
+  """002-fig3-cover from the mean nearest-centre distance per layer, trained
+  (`nearest[seed]`) and at init (`nearest0[seed]`). Reproduced: the heads spread
+  out by at least 10 % in every seed; direction: they spread out at all."""
+  growth = {s: float(np.mean(nearest[s]) / np.mean(nearest0[s]) - 1) for s in seeds}
+  return _entry(
+      "002-fig3-cover", "§4.2, Figs. 3, 10",
+      "Attention heads do not overlap: they arrange to maximise the coverage of the input (nearest centres move apart).",
+      setup, {"mean_nearest_centre_distance_per_layer": {f"seed {s}": nearest[s] for s in seeds},
+              "at_init": {f"seed {s}": nearest0[s] for s in seeds},
+              "relative_growth": {f"seed {s}": growth[s] for s in seeds}},
+      verdict([g >= 0.1 for g in growth.values()], [g > 0 for g in growth.values()]),
+      "the nearest-centre distances grew by " + ", ".join(f"{100 * g:+.1f} %" for g in growth.values())
+      + ": the centres hardly move at this budget, so the spacing is still their random start's")
+
+
 @experiment("attention_centres", PAPER, ("002-fig2", "002-fig3", "002-fig3-cover"), trains=True)
 def attention_centres(seeds, small):
   from benchmarks.figures import new_figure  # noqa: PLC0415
   from vit_spectral.analysis import gaussian_heads  # noqa: PLC0415
-  depth, heads, width = (2, 9, 18) if small else (6, 9, 36)
-  steps = 20 if small else 1500
+  # Full-width heads on an 8×8 grid cost ~9× a standard layer: width 16 and
+  # batch 32 keep a step near 0.1 s on one CPU core.
+  depth, heads, width = (2, 9, 18) if small else (6, 9, 16)
+  steps = 20 if small else 600
+  batch = 32
   patch = 2 if small else 1
   grid = 8 // patch
   runs = {}
   for seed in seeds:
     config = centres_config(depth, heads, width, steps, patch)
-    run = train(config, seed=seed, steps=steps, batch_size=100,
-                record_every=max(1, steps // 5),
+    run = train(config, seed=seed, steps=steps, batch_size=batch,
+                record_every=max(1, steps // 4),
                 record=lambda model, params: [dict(centers=h["centers"].tolist(),
                                                    precision=h["precision"].tolist())
                                               for h in gaussian_heads(params)])
@@ -118,7 +137,7 @@ def attention_centres(seeds, small):
     print(f"[attention_centres] seed {seed}: acc {run.test_accuracy:.3f}", flush=True)
   setup = (f"Digits, patch {patch} ({grid}×{grid} tokens, 2×2 space-to-depth stem as the paper's invertible "
            f"down-sampling), `configs/digits_quadratic.py` with {depth} layers of {heads} quadratic heads, "
-           f"width {width}, SGD 0.1 momentum 0.9, wd 1e-4, batch 100, {steps} steps; centres initialised "
+           f"width {width}, SGD 0.1·{batch}/100 momentum 0.9, wd 1e-4, batch {batch}, {steps} steps; centres initialised "
            "N(0, 2²I) and α = 0.5 (standard deviation 2, as the authors' code draws them; the paper "
            "writes N(0, 2I₂)); seeds "
            f"{seeds}. The paper: CIFAR-10 (16×16 grid after down-sampling), 300 epochs, 400 width.")
@@ -171,15 +190,7 @@ def attention_centres(seeds, small):
               "at_init": {f"seed {s}": radius0[s] for s in seeds}},
       verdict([a and b for a, b in zip(local, local_vs_init)], local),
       "the early layers' centres are not nearer the query than the deep layers' in every seed", fig))
-  spread = [np.mean(nearest[s]) > np.mean(nearest0[s]) for s in seeds]
-  entries.append(_entry(
-      "002-fig3-cover", "§4.2, Figs. 3, 10",
-      "Attention heads do not overlap: they arrange to maximise the coverage of the input (nearest centres move apart).",
-      setup, {"mean_nearest_centre_distance_per_layer": {f"seed {s}": nearest[s] for s in seeds},
-              "at_init": {f"seed {s}": nearest0[s] for s in seeds}},
-      verdict(spread, [np.mean([np.mean(nearest[s]) for s in seeds]) >
-                       np.mean([np.mean(nearest0[s]) for s in seeds])] * len(seeds)),
-      "the heads' nearest-neighbour distances did not grow in every seed"))
+  entries.append(cover_entry(nearest, nearest0, seeds, setup))
   return entries
 
 

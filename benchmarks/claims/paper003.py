@@ -112,6 +112,27 @@ def _analyse(model, params):
                               "table1_per_head", "asymmetry_per_layer")}
 
 
+def fig3_entry(per_layer: dict, seeds, setup: str) -> dict:
+  """003-fig3 from HFC/LFC per layer, per variant and seed (`per_layer[v][seed]`).
+
+  The paper's sentence: ViT⁻ amplifies higher frequencies (its ratio does not
+  fall from the first to the last layer), ViT⁺ suppresses them (its ratio falls).
+  Where the plain ViT sits between them is reported, not judged."""
+  amplifies = [per_layer["minus"][s][-1] >= per_layer["minus"][s][0] for s in seeds]
+  suppresses = [per_layer["plus"][s][-1] < per_layer["plus"][s][0] for s in seeds]
+  order = [per_layer["minus"][s][-1] > per_layer["standard"][s][-1] > per_layer["plus"][s][-1]
+           for s in seeds]
+  last_apart = [per_layer["minus"][s][-1] > per_layer["plus"][s][-1] for s in seeds]
+  return _entry(
+      "003-fig3", "§5, Fig. 3",
+      "ViT⁻ amplifies high frequencies and ViT⁺ suppresses them: per layer, ViT⁻'s HFC/LFC does not fall, ViT⁺'s falls.",
+      setup, {"hfc_lfc_per_layer": {v: probes.seeds_table(per_layer[v]) for v in VARIANTS},
+              "last_layer_order_minus_vit_plus": probes.seeds_table(dict(zip(seeds, order)))},
+      verdict([a and b for a, b in zip(amplifies, suppresses)], last_apart),
+      f"ViT⁻'s ratio does not fall in {sum(amplifies)} of {len(seeds)} seeds and ViT⁺'s falls in "
+      f"{sum(suppresses)} of {len(seeds)}")
+
+
 @experiment("eigen_training", PAPER,
             ("003-table1-init", "003-table1-trained", "003-fig2", "003-fig3", "003-fig4"),
             trains=True)
@@ -178,16 +199,7 @@ def eigen_training(seeds, small):
       f"asymmetry stays near its init value over {steps} steps (the paper: 300 "
       "CIFAR-100 epochs, ~117k steps)", fig))
   per_layer = {v: {s: last(v, s)["hfc_lfc_per_layer"] for s in seeds} for v in VARIANTS}
-  order = [per_layer["minus"][s][-1] > per_layer["standard"][s][-1] > per_layer["plus"][s][-1]
-           for s in seeds]
-  minus_amplifies = [per_layer["minus"][s][-1] >= per_layer["minus"][s][0] for s in seeds]
-  entries.append(_entry(
-      "003-fig3", "§5, Fig. 3",
-      "ViT⁻ amplifies high frequencies and ViT⁺ suppresses them: per layer HFC/LFC of ViT⁻ stays high, ViT⁺'s falls.",
-      setup, {"hfc_lfc_per_layer": {v: probes.seeds_table(per_layer[v]) for v in VARIANTS}},
-      verdict([a and b for a, b in zip(order, minus_amplifies)], order),
-      f"the order ⁻ > ViT > ⁺ in the last layer holds in {sum(order)} of {len(seeds)} seeds; ViT⁻'s "
-      f"ratio does not fall from the first to the last layer in {sum(minus_amplifies)} of {len(seeds)}"))
+  entries.append(fig3_entry(per_layer, seeds, setup))
   over = [all(hf["minus"][s][i] > hf["standard"][s][i] > hf["plus"][s][i]
               for i in range(1, len(steps_seen))) for s in seeds]
   entries.append(_entry(
@@ -229,7 +241,10 @@ def eigen_data_efficiency(seeds, small):
       f"a different random subset per seed), {steps} steps at batch 64; seeds {seeds}; 360 test digits.",
       {"test_accuracy": {v: probes.seeds_table(acc[v]) for v in acc}},
       verdict(better, [bool(mean_better)] * len(seeds)),
-      "not in every seed: the gap is within seed noise on 143 digits")]
+      f"ViT⁻ is ahead in {sum(better)} of {len(seeds)} seeds (mean "
+      f"{np.mean(list(acc['minus'].values())):.1%} vs ViT's {np.mean(list(acc['standard'].values())):.1%}) "
+      "on 143 training digits, against the paper's +1.5 points on 10 % of CIFAR-100 (ViT-Ti, 300 "
+      "epochs): this small-data digits setup does not show it")]
 
 
 @experiment("eigen_pretrained", PAPER, ("003-table1-pretrained",))
@@ -242,6 +257,8 @@ def eigen_pretrained(seeds, small):
       "400 ImageNet images. `load_timm` reads the weights; `analysis.eigen.dominating_counts` counts.",
       {"paper_low_pass_fraction": {"ViT-B/16": 0.7027, "DeiT-B/16": 0.5782}},
       "not_testable",
-      "no pretrained file nor ImageNet here; check with `python benchmarks/probe_pretrained_eigen.py` "
-      "is not written yet: load with `vit_spectral.models.load_timm('deit_base_patch16_224', path)` and "
-      "pass 400 ImageNet validation images to `benchmarks.eigen_digits.analyse`")]
+      "no pretrained weights nor ImageNet here; with timm's file and 400 ImageNet validation images "
+      "(NHWC, the model's preprocessing) check with `model, variables = vit_spectral.models.load_timm("
+      "PATH, 'deit_base_patch16_224')` then `benchmarks.eigen_digits.analyse(model, "
+      "variables['params'], images, labels)['table1_full']` (the same reading as this ledger's "
+      "003-table1-trained)")]

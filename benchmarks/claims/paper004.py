@@ -40,14 +40,26 @@ ATTENTION_ONLY = dict(attention_residual="none", use_mlp=False)
 _entry = functools.partial(entry, PAPER)
 
 
+_MODELS: dict[str, object] = {}
+
+
 def _residual_curve(attention, patch, kernel_init, images, max_depth, seed):
-  """Normalized residual (eq. 61) after each of `max_depth` attention-only blocks at init."""
+  """Normalized residual (eq. 61) after each of `max_depth` attention-only blocks at init.
+
+  The depth-L network is the first L blocks of one `max_depth`-block network:
+  blocks are initialised independently, so its first L blocks are a default
+  depth-L network (`benchmarks/hopfield_rank_collapse.py` reads it the same way).
+  One model per (attention, patch, init), so the seeds share its compile."""
   import jax  # noqa: PLC0415
   from vit_spectral.analysis import rank_residual_ratio  # noqa: PLC0415
   from vit_spectral.models import build_model  # noqa: PLC0415
-  model = build_model(dict(hidden_size=192, num_heads=3, mlp_dim=768, patch_size=patch,
-                           depth=max_depth, attention=attention, block=dict(ATTENTION_ONLY),
-                           kernel_init=kernel_init), num_classes=0)
+  key = repr((attention, patch, kernel_init, max_depth))
+  if key not in _MODELS:
+    _MODELS[key] = build_model(dict(hidden_size=192, num_heads=3, mlp_dim=768, patch_size=patch,
+                                    depth=max_depth, attention=attention,
+                                    block=dict(ATTENTION_ONLY), kernel_init=kernel_init),
+                               num_classes=0)
+  model = _MODELS[key]
   params = model.init(jax.random.PRNGKey(seed), images[:1], train=False)["params"]
   _, layers = probes.forward(model, params, images)
   return [float(np.mean(rank_residual_ratio(l["block_output"]))) for l in layers]
@@ -59,7 +71,7 @@ def hopfield_init(seeds, small):
   import jax.numpy as jnp  # noqa: PLC0415
   from vit_spectral.configs import digits_vit  # noqa: PLC0415
   from vit_spectral.models import build_model  # noqa: PLC0415
-  images = jnp.asarray(digits().test_images[:8 if small else 128])
+  images = jnp.asarray(digits().test_images[:8 if small else 64])
   # eq. 10 with α = α' = 0: the hidden state is the current scores, no skip mix.
   plain = digits_vit.get_config("depth=2")
   mha = digits_vit.get_config("depth=2")
