@@ -165,15 +165,19 @@ def _scale_invariants(small):
     key = jax.tree_util.keystr(path)
     return shared.get(key, jnp.zeros_like(leaf))
 
-  attn_params = jax.tree_util.tree_map_with_path(take, attn_params)
   plain_out = plain_model.apply({"params": params}, images, train=False)
-  attn_out = attn_model.apply({"params": attn_params}, images, train=False)
-  eq9_err = float(jnp.abs(plain_out - attn_out).max())
-  # ω ≠ 0 must change the output (the test can fail).
-  bumped = jax.tree_util.tree_map_with_path(
-      lambda p, v: v + 0.5 if "omega" in jax.tree_util.keystr(p) else v, attn_params)
-  eq9_moved = float(jnp.abs(plain_out - attn_model.apply({"params": bumped}, images,
-                                                         train=False)).max())
+
+  def gaps(model, scaled_params, marker):
+    """Max |output − plain output| with the scales at 0, then at 0.5 (the
+    second must be > 0, or the check could not fail)."""
+    scaled_params = jax.tree_util.tree_map_with_path(take, scaled_params)
+    at_zero = model.apply({"params": scaled_params}, images, train=False)
+    bumped = jax.tree_util.tree_map_with_path(
+        lambda p, v: v + 0.5 if marker in jax.tree_util.keystr(p) else v, scaled_params)
+    moved = model.apply({"params": bumped}, images, train=False)
+    return (float(jnp.abs(plain_out - at_zero).max()), float(jnp.abs(plain_out - moved).max()))
+
+  eq9_err, eq9_moved = gaps(attn_model, attn_params, "omega")
   eq9 = _entry(
       "000-eq9", "§3.1, eqs. 7–9",
       "AttnScale with ω = 0 gives back the plain attention (A + ω·(A − 11ᵀ/n) with ω = 0).",
@@ -186,13 +190,7 @@ def _scale_invariants(small):
   feat.model.block = {"feat_scale": True}
   feat_model = build_model(feat.model, 10)
   feat_params = feat_model.init(jax.random.PRNGKey(0), images, train=False)["params"]
-  feat_params = jax.tree_util.tree_map_with_path(take, feat_params)
-  feat_out = feat_model.apply({"params": feat_params}, images, train=False)
-  eq12_err = float(jnp.abs(plain_out - feat_out).max())
-  bumped = jax.tree_util.tree_map_with_path(
-      lambda p, v: v + 0.5 if "_scale" in jax.tree_util.keystr(p) else v, feat_params)
-  eq12_moved = float(jnp.abs(plain_out - feat_model.apply({"params": bumped}, images,
-                                                          train=False)).max())
+  eq12_err, eq12_moved = gaps(feat_model, feat_params, "_scale")
   eq12 = _entry(
       "000-eq12", "§3.2, eqs. 10–12",
       "FeatScale with s = t = 0 leaves the attention output as it is.",
