@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import os
 import sys
 
@@ -115,7 +116,6 @@ def paper_markdown(paper: str, path: str = ledger.LEDGER_PATH) -> str:
 
 
 def _short(measured, limit: int = 600) -> str:
-  import json  # noqa: PLC0415
   text = json.dumps(measured, ensure_ascii=False)
   return text if len(text) <= limit else text[:limit] + " …"
 

@@ -26,6 +26,8 @@ import json
 import os
 from typing import Any, Callable
 
+import numpy as np
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LEDGER_PATH = os.path.join(REPO, "benchmarks", "results", "claims.json")
 FIGURES_DIR = os.path.join(REPO, "benchmarks", "results", "claims")
@@ -185,14 +187,10 @@ def rounded(value, digits: int = 4):
     return {k: rounded(v, digits) for k, v in value.items()}
   if isinstance(value, (list, tuple)):
     return [rounded(v, digits) for v in value]
-  try:
-    import numpy as np  # noqa: PLC0415
-    if isinstance(value, np.ndarray):
-      return rounded(value.tolist(), digits)
-    if isinstance(value, np.generic):
-      value = value.item()
-  except ImportError:  # pragma: no cover
-    pass
+  if isinstance(value, np.ndarray):
+    return rounded(value.tolist(), digits)
+  if isinstance(value, np.generic):
+    value = value.item()
   if isinstance(value, float):
     if value != value or value in (float("inf"), float("-inf")):
       return str(value)

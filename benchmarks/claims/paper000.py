@@ -26,7 +26,7 @@ import functools
 import numpy as np
 
 from benchmarks.claims import probes
-from benchmarks.claims.digits_runs import train
+from benchmarks.claims.digits_runs import digits_vit_config, train
 from benchmarks.claims.ledger import entry, experiment, verdict
 
 PAPER = "000"
@@ -209,12 +209,8 @@ SCALE_METHODS = ("attn_scale", "feat_scale")
 
 
 def method_config(method: str, depth: int, width: int, steps: int):
-  from vit_spectral.configs import digits_vit  # noqa: PLC0415
   attention = "attn_scale" if method == "attn_scale" else "dot_product"
-  # The loop encoder: twice the scanned one's speed at depth 12 on this CPU.
-  config = digits_vit.get_config(f"depth={depth},width={width},attention={attention},"
-                                 f"steps={steps},encoder_mode=loop")
-  config.optim.warmup_steps = min(config.optim.warmup_steps, steps // 10)
+  config = digits_vit_config(steps, depth=depth, width=width, attention=attention)
   if method == "feat_scale":
     config.model.block = {"feat_scale": True}
   if method == "feat_scale_authors":      # the authors' DeiT code: s·DC + t·HC added twice
@@ -223,33 +219,12 @@ def method_config(method: str, depth: int, width: int, steps: int):
 
 
 def _layer_params(params, name: str) -> list[np.ndarray]:
-  """The leaf called `name` of every block, in block order: [(…,), …]. Reads
-  the loop layout ("encoderblock_<i>") and the scanned one ("encoderblock",
-  stacked on a leading layer axis)."""
-  encoder = params["encoder"]
-  if "encoderblock" in encoder:
-    stacked = [np.asarray(v) for k, v in _flat(encoder["encoderblock"]).items()
-               if k.split("/")[-1] == name]
-    return list(stacked[0]) if stacked else []
-  blocks = sorted((k for k in encoder if k.startswith("encoderblock_")),
-                  key=lambda k: int(k.rsplit("_", 1)[1]))
-  out = []
-  for block in blocks:
-    found = [np.asarray(v) for k, v in _flat(encoder[block]).items() if k.split("/")[-1] == name]
-    if found:
-      out.append(found[0])
-  return out
-
-
-def _flat(tree, prefix=""):
-  out = {}
-  for k, v in tree.items():
-    path = f"{prefix}/{k}" if prefix else str(k)
-    if hasattr(v, "items"):
-      out.update(_flat(v, path))
-    else:
-      out[path] = v
-  return out
+  """The leaf called `name` (e.g. "omega", "dc_scale") of every block, in block
+  order, in any encoder layout (`models.layouts.layer_trees`)."""
+  from flax import traverse_util  # noqa: PLC0415
+  from vit_spectral.models.layouts import layer_trees  # noqa: PLC0415
+  return [np.asarray(leaf) for tree in layer_trees(params)
+          for path, leaf in traverse_util.flatten_dict(tree).items() if path[-1] == name]
 
 
 def fig7_entry(eq_table: dict, authors_table: dict, seeds, setup: str, fig=None) -> dict:

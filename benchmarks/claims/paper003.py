@@ -23,7 +23,7 @@ import functools
 import numpy as np
 
 from benchmarks.claims import probes
-from benchmarks.claims.digits_runs import digits, train
+from benchmarks.claims.digits_runs import digits, digits_vit_config, train
 from benchmarks.claims.ledger import entry, experiment, verdict
 
 PAPER = "003"
@@ -92,10 +92,7 @@ def eigen_theorems(seeds, small):
 
 
 def variant_config(value_output: str, steps: int, depth: int = 4, width: int = 64):
-  from vit_spectral.configs import digits_vit  # noqa: PLC0415
-  config = digits_vit.get_config(f"steps={steps},depth={depth},width={width},"
-                                 "encoder_mode=loop")
-  config.optim.warmup_steps = min(config.optim.warmup_steps, steps // 10)
+  config = digits_vit_config(steps, depth=depth, width=width)
   config.model.attention = dict(name="dot_product", value_output=value_output)
   return config
 

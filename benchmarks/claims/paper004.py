@@ -23,7 +23,7 @@ import functools
 import numpy as np
 
 from benchmarks.claims import probes
-from benchmarks.claims.digits_runs import digits, train
+from benchmarks.claims.digits_runs import digits, digits_vit_config, train
 from benchmarks.claims.ledger import entry, experiment, verdict
 
 PAPER = "004"
@@ -34,35 +34,9 @@ PAPER_TABLE8 = {
     "MHA a=0.5": [0.8798, 0.8309, 0.8002, 0.7631, 0.7120, 0.6796, 0.6251, 0.5861, 0.5224, 0.4613,
                   0.4324, 0.3971],
 }
-ATTENTION_ONLY = dict(attention_residual="none", use_mlp=False)
 
 
 _entry = functools.partial(entry, PAPER)
-
-
-_MODELS: dict[str, object] = {}
-
-
-def _residual_curve(attention, patch, kernel_init, images, max_depth, seed):
-  """Normalized residual (eq. 61) after each of `max_depth` attention-only blocks at init.
-
-  The depth-L network is the first L blocks of one `max_depth`-block network:
-  blocks are initialised independently, so its first L blocks are a default
-  depth-L network (`benchmarks/hopfield_rank_collapse.py` reads it the same way).
-  One model per (attention, patch, init), so the seeds share its compile."""
-  import jax  # noqa: PLC0415
-  from vit_spectral.analysis import rank_residual_ratio  # noqa: PLC0415
-  from vit_spectral.models import build_model  # noqa: PLC0415
-  key = repr((attention, patch, kernel_init, max_depth))
-  if key not in _MODELS:
-    _MODELS[key] = build_model(dict(hidden_size=192, num_heads=3, mlp_dim=768, patch_size=patch,
-                                    depth=max_depth, attention=attention,
-                                    block=dict(ATTENTION_ONLY), kernel_init=kernel_init),
-                               num_classes=0)
-  model = _MODELS[key]
-  params = model.init(jax.random.PRNGKey(seed), images[:1], train=False)["params"]
-  _, layers = probes.forward(model, params, images)
-  return [float(np.mean(rank_residual_ratio(l["block_output"]))) for l in layers]
 
 
 @experiment("hopfield_init", PAPER, ("004-eq10", "004-table8", "004-thm52"))
@@ -109,13 +83,18 @@ def hopfield_init(seeds, small):
   columns = {"self-attention": dict(name="dot_product"),
              "MHA a=0.5": dict(name="hopfield", alpha=0.5, alpha_hidden=0.5),
              "MHA a=0 a'=0.5": dict(name="hopfield", alpha=0.0, alpha_hidden=0.5)}
+  # One model per (column, init, patch), its seeds sharing the compile:
+  # `hopfield_rank_collapse.ratios_at_init`, the Table 8 script's own reading.
+  from benchmarks.hopfield_rank_collapse import ATTENTION_ONLY, ratios_at_init  # noqa: PLC0415
+  run_seeds = seeds[:1] if small else seeds
   curves = {name: {} for name in columns}
   for name, attention in columns.items():
     for init in inits:
       for patch in patches:
-        for seed in seeds[:1] if small else seeds:
-          curves[name][(init, patch, seed)] = _residual_curve(attention, patch, init, images,
-                                                              max_depth, seed)
+        per_seed = ratios_at_init(attention, dict(ATTENTION_ONLY), max_depth, images,
+                                  max(run_seeds) + 1, patch_size=patch, kernel_init=init)
+        for seed in run_seeds:
+          curves[name][(init, patch, seed)] = per_seed[:, seed].tolist()
   band = {name: [[min(c[d] for c in cs.values()), max(c[d] for c in cs.values())]
                  for d in range(max_depth)] for name, cs in curves.items()}
   inside = {name: [lo <= PAPER_TABLE8[name][d] <= hi for d, (lo, hi) in enumerate(band[name])]
@@ -167,10 +146,7 @@ def hopfield_init(seeds, small):
 
 
 def vit_config(attention: str, steps: int, depth: int = 4, width: int = 64, block=None):
-  from vit_spectral.configs import digits_vit  # noqa: PLC0415
-  config = digits_vit.get_config(f"steps={steps},depth={depth},width={width},"
-                                 "encoder_mode=loop")
-  config.optim.warmup_steps = min(config.optim.warmup_steps, steps // 10)
+  config = digits_vit_config(steps, depth=depth, width=width)
   if attention == "hopfield":
     config.model.attention = dict(name="hopfield", alpha=0.5, alpha_hidden=0.5)
   if block:
@@ -179,13 +155,13 @@ def vit_config(attention: str, steps: int, depth: int = 4, width: int = 64, bloc
 
 
 def _cosines(model, params):
-  from vit_spectral.analysis.similarity import cosine_gram  # noqa: PLC0415
+  """Per layer, over every token pair of the 360 test digits (`analysis.
+  token_cosine_values`): median, mean and the share above 0.99."""
+  from vit_spectral.analysis.rank import token_cosine_values  # noqa: PLC0415
   _, layers = probes.forward(model, params, digits().test_images)
   out = []
   for layer in layers:
-    gram = np.asarray(cosine_gram(layer["block_output"]))     # (B, T, T)
-    iu = np.triu_indices(gram.shape[-1], 1)
-    values = gram[:, iu[0], iu[1]].ravel()
+    values = np.asarray(token_cosine_values(layer["block_output"])).ravel()
     out.append(dict(median=float(np.median(values)), mean=float(values.mean()),
                     share_above_0_99=float((values > 0.99).mean())))
   return out
@@ -262,6 +238,7 @@ def hopfield_training_entries(stats, seeds, setup):
 
 @experiment("hopfield_skip_free", PAPER, ("004-table7",), trains=True)
 def hopfield_skip_free(seeds, small):
+  from benchmarks.hopfield_rank_collapse import ATTENTION_ONLY  # noqa: PLC0415
   steps = 20 if small else 600
   depths = (2,) if small else (2, 8)
   width = 16 if small else 64

@@ -14,6 +14,7 @@ import jax
 from vit_spectral.analysis.attention_spectrum import attention_spectrum
 from vit_spectral.analysis.frequency import hc_dc_ratio, hc_proportion
 from vit_spectral.analysis.probe import ATTENTION_KEY, OUTPUT_KEY, sown_blocks
+from vit_spectral.analysis.rank import attention_entropy
 from vit_spectral.analysis.similarity import attention_cosine_similarity, token_cosine_similarity
 
 from benchmarks.claims.digits_runs import digits
@@ -42,12 +43,6 @@ def forward(model, params, images):
   return fn[1](params, images)
 
 
-def attention_entropy(maps: np.ndarray) -> np.ndarray:
-  """Mean entropy (nats) of each attention row: (L, B, H, T, T) -> (L,)."""
-  p = np.clip(maps, 1e-12, 1.0)
-  return -(maps * np.log(p)).sum(-1).mean(axis=(1, 2, 3))
-
-
 def layer_means(model, params, images=None) -> dict[str, list]:
   """Per-layer means over the probe images.
 
@@ -68,7 +63,7 @@ def layer_means(model, params, images=None) -> dict[str, list]:
          "token_cosine_similarity": stack(token_cosine_similarity, OUTPUT_KEY),
          "attention_cosine_similarity": stack(attention_cosine_similarity, ATTENTION_KEY),
          "attention_spectrum": stack(attention_spectrum, ATTENTION_KEY),
-         "attention_weights": stack(lambda a: a, ATTENTION_KEY)}
+         "attention_entropy": stack(attention_entropy, ATTENTION_KEY)}
   spectrum = out["attention_spectrum"]                       # (L, B, H, T)
   dc = spectrum[..., 0]
   high = spectrum[..., 1:].mean(-1)
@@ -79,7 +74,7 @@ def layer_means(model, params, images=None) -> dict[str, list]:
       "attention_cosine": out["attention_cosine_similarity"].mean(1).tolist(),
       "spectrum_high_over_dc": (high / dc).mean(axis=(1, 2)).tolist(),
       "lowpass_heads": (spectrum[..., 0] >= spectrum[..., 1:].max(-1)).mean(axis=(1, 2)).tolist(),
-      "entropy": attention_entropy(out["attention_weights"]).tolist(),
+      "entropy": out["attention_entropy"].mean(axis=(1, 2)).tolist(),
   }
 
 
