@@ -1,35 +1,41 @@
-"""`config.model` <-> the model: the model section's typed definition is the
-model class's own fields (and `Block`'s and the attention class's for
-`model.block` and `model.attention`).
+"""`config.model` <-> the model: the one place the config becomes specs.
 
-`model.variant` picks the class: no variant or a ViT name ("S/16") is the
-`ViT`; a name of `variants.BACKBONE_NAMES` ("Swin-T", "CaiT-S24",
-"LipsFormer-CSwin-T", ...) is its family module's `MODEL`, and the module's
-`VARIANTS[name]` gives that name's fields in config form (`attention` and
-`block` as dicts). What follows is said of the ViT; a backbone's section
-holds its own class's fields under the same rules.
+`model.variant` picks the class: no variant is the `ViT`; a registered name
+("S/16", "Swin-T", "CaiT-S24", "LipsFormer-CSwin-T", ...; the families
+register them beside their architecture, `models.backbone.register_models`)
+is its class, with that name's fields in config form. `config.model` is flat
+and the same for every class; `model_kwargs` turns it into the class's own
+fields plus one `BlockSpec` ("block") and one `EncoderSpec` ("encoder"),
+once, where the run starts (`build_model`):
 
-`config.model` holds the ViT fields under the same names, except:
+  <model field>    the class's own fields (patch_size, hidden_size, depth,
+                   pooling, depths, window_size, ...), same names
+  num_heads, mlp_dim, norm, dropout_rate, attention_dropout_rate,
+  kernel_init, dtype, param_dtype
+                   `BlockSpec` fields at the top level (`cls.TOP_LEVEL_BLOCK_FIELDS`;
+                   a hierarchical backbone's num_heads is its per-stage field)
+  attention        a dict: `name` picks the registered variant
+                   (BlockSpec.attention), every other key is that attention
+                   class's option (BlockSpec.attention_kwargs)
+  block            a dict of the other `BlockSpec` fields (block options
+                   added by the papers), less those the model sets itself
+  encoder_mode, encoder_unroll, encoder_residuals, remat, drop_path_rate
+                   the `EncoderSpec` (mode, unroll, residuals, remat,
+                   drop_path_rate)
+  dtype, param_dtype  names ("float32", "bfloat16", "float16")
+  variant          a registered name: fills its fields (a ViT name's shape:
+                   hidden_size, depth, num_heads, mlp_dim, patch_size); any
+                   of those set explicitly overrides it
 
-  variant          e.g. "Ti/16": fills hidden_size, depth, num_heads, mlp_dim
-                   and patch_size; any of those set explicitly overrides it.
-  attention        a dict: `name` picks the registered variant (ViT.attention),
-                   every other key is handed to that attention class
-                   (ViT.attention_kwargs).
-  block            a dict of extra `Block` fields (ViT.block_options: block
-                   options added by the papers).
-  dtype, param_dtype  names ("float32", "bfloat16", "float16").
-
-`config.model.layer_overrides` (optional) is a sequence of per-layer-range
-changes of those settings (`models.segments`). `model_config` writes the
-section from ViT's defaults; `model_kwargs` converts it back, once, rejecting
-unknown keys with the valid ones listed.
+`config.model.layer_overrides` (isotropic models) is a sequence of
+per-layer-range changes of the block spec (`models.segments`).
+`model_config` writes the section from the class's defaults; `model_kwargs`
+converts it back, rejecting unknown keys with the valid ones listed.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import typing
 from typing import Any, Mapping
 
@@ -37,44 +43,29 @@ import jax.numpy as jnp
 import ml_collections
 from ml_collections import config_dict
 
-from vit_spectral.attention import get_attention
+from vit_spectral.models.backbone import model_entry
+from vit_spectral.models.segments import check_overrides, layer_specs
+from vit_spectral.models.specs import BlockSpec, EncoderSpec, check_attention_options
+from vit_spectral.models.variants import MODEL_NAMES
+from vit_spectral.models.vit import ViT
 from vit_spectral.settings import plain
-from vit_spectral.models.segments import check_overrides
-from vit_spectral.models.variants import BACKBONE_NAMES, variant_fields
-from vit_spectral.models.vit import (ATTENTION_FIELDS_SET_BY_BLOCK, BLOCK_FIELDS_SET_BY_ENCODER,
-                                     Block, ViT)
 
-SHAPE_FIELDS = ("hidden_size", "depth", "num_heads", "mlp_dim", "patch_size")
 _DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16, "float16": jnp.float16}
-# ViT fields that config.model spells differently (see the module docstring),
-# and fields the caller supplies (num_classes) or flax owns.
-_RENAMED = {"attention_kwargs": "attention", "block_options": "block"}
-_NOT_CONFIG = ("parent", "name", "num_classes")
-
-
-def _family_module(variant: str):
-  family = BACKBONE_NAMES[variant]
-  return importlib.import_module(f"vit_spectral.models.{family}")
+# Module fields that are not config keys: the caller supplies num_classes,
+# flax owns parent and name, and the specs are spelled out (`config_keys`).
+_NOT_CONFIG = ("parent", "name", "num_classes", "block", "encoder")
+_BLOCK_HINTS = typing.get_type_hints(BlockSpec)
 
 
 def model_class(variant: str | None) -> type:
-  """The model class `model.variant` names: ViT for None or a ViT name, else
-  the family's `MODEL` (raises ValueError for an unknown name, listing all)."""
-  if variant in BACKBONE_NAMES:
-    return _family_module(variant).MODEL
-  if variant is not None:
-    variant_fields(variant)     # raises for an unknown name
-  return ViT
+  """The model class `model.variant` names: ViT for None, else the
+  registered name's class (raises ValueError for an unknown name, listing all)."""
+  return ViT if variant is None else model_entry(variant)[0]
 
 
 def named_fields(variant: str) -> dict[str, Any]:
-  """The config-form fields `variant` stands for (shapes, and for the
-  LipsFormer names the LipsFormer parts): a ViT name's shape fields, or the
-  family module's `VARIANTS[variant]` (a copy)."""
-  if variant in BACKBONE_NAMES:
-    return {k: (dict(v) if isinstance(v, Mapping) else v)
-            for k, v in _family_module(variant).VARIANTS[variant].items()}
-  return variant_fields(variant)
+  """The config-form fields a registered name stands for (a copy)."""
+  return model_entry(variant)[1]
 
 
 def _merge_variant(named: Mapping[str, Any], cfg: Mapping[str, Any]) -> dict[str, Any]:
@@ -90,8 +81,27 @@ def _merge_variant(named: Mapping[str, Any], cfg: Mapping[str, Any]) -> dict[str
   return merged
 
 
-def _module_fields(module_cls: type) -> list[dataclasses.Field]:
-  return [f for f in dataclasses.fields(module_cls) if f.name not in _NOT_CONFIG]
+def _model_fields(cls: type) -> list[dataclasses.Field]:
+  return [f for f in dataclasses.fields(cls) if f.name not in _NOT_CONFIG]
+
+
+def config_keys(cls: type) -> dict[str, tuple[str, str]]:
+  """config.model key -> (where, field): where is "model" (the class's own
+  field), "block" (a BlockSpec field) or "encoder" (an EncoderSpec field);
+  "attention" and "block" (the dicts) and "variant" are not listed."""
+  keys = {f.name: ("model", f.name) for f in _model_fields(cls)}
+  keys.update({name: ("block", name) for name in cls.TOP_LEVEL_BLOCK_FIELDS
+               if name not in keys})
+  keys.update({key: ("encoder", field) for field, key in EncoderSpec.CONFIG_KEYS.items()})
+  return keys
+
+
+def block_options(cls: type = ViT) -> list[str]:
+  """The `BlockSpec` fields `model.block` may set: all but the attention (its
+  own dict), those spelled at the top level and those the model sets itself."""
+  excluded = {"attention", "attention_kwargs", *cls.TOP_LEVEL_BLOCK_FIELDS,
+              *cls.BLOCK_FIELDS_SET_BY_MODEL, *config_keys(cls)}
+  return [f.name for f in dataclasses.fields(BlockSpec) if f.name not in excluded]
 
 
 def _dtype_name(dtype: Any) -> str:
@@ -105,6 +115,43 @@ def parse_dtype(name: str, field: str):
     raise ValueError(f"{field}={name!r}; choose one of {list(_DTYPES)}") from None
 
 
+def _placeholder(hint: Any):
+  """A typed placeholder for a field of type `hint` (`X | None` -> X)."""
+  args = [a for a in typing.get_args(hint) if a is not type(None)]
+  if type(None) in typing.get_args(hint) and args:
+    hint = args[0]
+  return config_dict.placeholder(typing.get_origin(hint) or hint)
+
+
+def _defaults(cls: type) -> dict[str, Any]:
+  """Every config.model key of `cls` at its default (placeholders where none)."""
+  hints = typing.get_type_hints(cls)
+  block = dict({f.name: f.default for f in dataclasses.fields(BlockSpec)
+                if f.default is not dataclasses.MISSING},
+               **getattr(cls, "BLOCK_DEFAULTS", {}))
+  encoder = EncoderSpec()
+  base: dict[str, Any] = {"variant": config_dict.placeholder(str),
+                          "attention": dict(name=block["attention"]), "block": dict()}
+  for key, (where, field) in config_keys(cls).items():
+    if where == "model":
+      f = next(f for f in dataclasses.fields(cls) if f.name == field)
+      default, hint = f.default, hints[field]
+      if field == "layer_overrides":
+        base[key] = ()
+        continue
+    elif where == "block":
+      default, hint = block.get(field), _BLOCK_HINTS[field]
+    else:
+      default, hint = getattr(encoder, field), typing.get_type_hints(EncoderSpec)[field]
+    if field in ("dtype", "param_dtype"):
+      base[key] = _dtype_name(default)
+    elif default is dataclasses.MISSING or default is None:
+      base[key] = _placeholder(hint)
+    else:
+      base[key] = default
+  return base
+
+
 def model_config(**fields: Any) -> ml_collections.ConfigDict:
   """The `config.model` section at the model class's defaults, then the
   fields `fields["variant"]` stands for (a backbone's; a ViT name's shapes
@@ -115,28 +162,9 @@ def model_config(**fields: Any) -> ml_collections.ConfigDict:
   """
   variant = fields.get("variant")
   cls = model_class(variant)
-  hints = typing.get_type_hints(cls)
-  base: dict[str, Any] = {"variant": config_dict.placeholder(str)}
-  for f in _module_fields(cls):
-    if f.name == "attention":
-      base["attention"] = dict(name=f.default)
-    elif f.name == "block_options":
-      base["block"] = dict()
-    elif f.name == "layer_overrides":
-      base["layer_overrides"] = ()
-    elif f.name in ("dtype", "param_dtype"):
-      base[f.name] = _dtype_name(f.default)
-    elif f.name in _RENAMED:
-      continue
-    elif f.default is dataclasses.MISSING:
-      base[f.name] = config_dict.placeholder(hints[f.name])
-    elif f.default is None:   # `X | None`: a placeholder typed X (e.g. encoder_unroll)
-      base[f.name] = config_dict.placeholder(
-          next(a for a in typing.get_args(hints[f.name]) if a is not type(None)))
-    else:
-      base[f.name] = f.default
+  base = _defaults(cls)
   check_known(fields, base, "config.model", cls.__name__)
-  if variant in BACKBONE_NAMES:
+  if variant is not None and variant not in MODEL_NAMES:
     fields = _merge_variant(named_fields(variant), fields)
     if "attention" in fields and "name" not in fields["attention"]:
       fields["attention"] = dict(base["attention"], **fields["attention"])
@@ -155,101 +183,79 @@ def check_known(options: Mapping[str, Any], valid: Any, field: str,
                      f"{owner or field} accepts {sorted(set(valid))}")
 
 
-def _check_module_options(module_cls: type, options: Mapping[str, Any], field: str,
-                          set_elsewhere: tuple[str, ...] = ()) -> None:
-  """Every key of `options` must be a dataclass field of `module_cls` that its
-  caller does not set itself (`set_elsewhere`)."""
-  valid = [f.name for f in dataclasses.fields(module_cls)
-           if f.name not in ("parent", "name", *set_elsewhere)]
-  owner = module_cls.__name__ + (" (the others are set by the model)" if set_elsewhere else "")
-  check_known(options, valid, field, owner)
-
-
-def _check_attention_options(name: str, options: Mapping[str, Any], field: str) -> None:
-  _check_module_options(get_attention(name), options, field, ATTENTION_FIELDS_SET_BY_BLOCK)
-
-
-def block_options(cls: type = ViT) -> list[str]:
-  """The `Block` fields `model.block` may set: every field the model class
-  does not set itself (its shared fields, the token layout, `deterministic`
-  and the class's `BLOCK_FIELDS_SET_BY_MODEL`, e.g. Swin's window fields)."""
-  own = {f.name for f in dataclasses.fields(cls)}
-  set_by_model = own | {"grid_size", "num_prefix_tokens", "deterministic", "parent", "name",
-                        *getattr(cls, "BLOCK_FIELDS_SET_BY_MODEL", ())}
-  return [f.name for f in dataclasses.fields(Block) if f.name not in set_by_model]
-
-
-def _check_overrides(overrides, fields: Mapping[str, Any]) -> None:
-  """Each override's attention and block options exist on their classes."""
-  check_overrides(overrides, fields["depth"])
+def _check_overrides(overrides, depth: int, block: BlockSpec) -> None:
+  """Each override's keys, layer range, attention and block options; then
+  every layer's spec is made (so a bad value raises here, naming its field)."""
+  check_overrides(overrides, depth)
+  valid = [f.name for f in dataclasses.fields(BlockSpec)
+           if f.name not in ("attention", "attention_kwargs")]
   for n, override in enumerate(overrides):
     override = plain(override)
     attention = dict(plain(override.get("attention") or {}))
-    name = attention.pop("name", fields["attention"])
-    _check_attention_options(name, attention, f"model.layer_overrides[{n}].attention")
-    _check_module_options(Block, plain(override.get("block") or {}),
-                          f"model.layer_overrides[{n}].block",
-                          ("attention", "attention_kwargs", "grid_size", "num_prefix_tokens",
-                           *BLOCK_FIELDS_SET_BY_ENCODER))
+    name = attention.pop("name", block.attention)
+    check_attention_options(name, attention, f"model.layer_overrides[{n}].attention")
+    check_known(plain(override.get("block") or {}), valid, f"model.layer_overrides[{n}].block",
+                "BlockSpec (the attention goes in the override's 'attention' dict)")
+  layer_specs(depth, block, overrides)
 
 
 def model_kwargs(model_config: Mapping[str, Any]) -> dict[str, Any]:
   """The fields (except num_classes) of the model class `model_config`
-  describes (`model_class(model.variant)`: the ViT unless a backbone is named).
+  describes (`model_class(model.variant)`): its own fields, "block" (a
+  `BlockSpec`) and "encoder" (an `EncoderSpec`).
 
   Keys `model_config` lacks (or sets to None) keep the variant's fields, then
-  the class's defaults.
+  the defaults.
 
   Raises:
     ValueError: an unknown key in `model`, `model.attention`, `model.block`
       or a layer override (the error lists the valid ones), an unknown
-      variant or dtype, or shape fields neither set nor given by a variant.
+      variant or dtype, shape fields neither set nor given by a variant, or
+      a value out of its range (the specs' checks).
   """
   cfg = {k: v for k, v in dict(plain(model_config)).items() if v is not None}
-  cls = model_class(cfg.get("variant"))
-  own_fields = _module_fields(cls)
-  config_keys = ["variant"] + [_RENAMED.get(f.name, f.name) for f in own_fields]
-  check_known(cfg, config_keys, "config.model", cls.__name__)
-  fields: dict[str, Any] = {}
-  if "variant" in cfg:
-    variant = cfg.pop("variant")
-    if cls is ViT:
-      fields.update(variant_fields(variant))
-    else:
-      cfg = _merge_variant(named_fields(variant), cfg)
-  required = SHAPE_FIELDS if cls is ViT else [
-      f.name for f in own_fields
-      if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
-  missing = [k for k in required if k not in fields and k not in cfg]
+  variant = cfg.pop("variant", None)
+  cls = model_class(variant)
+  keys = config_keys(cls)
+  check_known(cfg, ["variant", "attention", "block", *keys], "config.model", cls.__name__)
+  if variant is not None:
+    cfg = _merge_variant(named_fields(variant), cfg)
+  attention = dict(plain(cfg.pop("attention", {})))
+  values: dict[str, dict[str, Any]] = {"model": {}, "encoder": {},
+                                       "block": dict(getattr(cls, "BLOCK_DEFAULTS", {}))}
+  values["block"]["attention"] = attention.pop("name", BlockSpec.attention)
+  check_attention_options(values["block"]["attention"], attention)
+  values["block"]["attention_kwargs"] = attention
+  options = dict(plain(cfg.pop("block", {})))
+  check_known(options, block_options(cls), "model.block",
+              f"BlockSpec (the other fields are set by the {cls.__name__} itself)")
+  values["block"].update(options)
+  overrides = tuple(plain(o) for o in cfg.pop("layer_overrides", ()))
+  for key, value in cfg.items():
+    where, field = keys[key]
+    if field in ("dtype", "param_dtype"):
+      value = parse_dtype(value, f"model.{key}")
+    values[where][field] = value
+  required = [k for k, (where, field) in keys.items()
+              if (where == "model" and _field(cls, field).default is dataclasses.MISSING)
+              or (where == "block" and field in ("num_heads", "mlp_dim"))]
+  missing = [k for k in required if k not in cfg]
   if missing:
     raise ValueError(f"model config needs model.variant or explicit {missing}")
-  attention = dict(plain(cfg.pop("attention", {})))
-  fields["attention"] = attention.pop("name", _field_default(cls, "attention"))
-  _check_attention_options(fields["attention"], attention, "model.attention")
-  fields["attention_kwargs"] = attention
-  block = dict(plain(cfg.pop("block", {})))
-  check_known(block, block_options(cls), "model.block",
-              f"Block (the other Block fields are set by the {cls.__name__} itself)")
-  if block:
-    fields["block_options"] = block
-  overrides = tuple(plain(o) for o in cfg.pop("layer_overrides", ()))
-  for key in ("dtype", "param_dtype"):
-    if key in cfg:
-      fields[key] = parse_dtype(cfg.pop(key), f"model.{key}")
-  fields.update(cfg)
+  fields = dict(values["model"], block=BlockSpec(**values["block"]),
+                encoder=EncoderSpec(**values["encoder"]))
   if overrides:
     fields["layer_overrides"] = overrides
-    if cls is ViT:
-      _check_overrides(overrides, fields)
+    _check_overrides(overrides, fields["depth"], fields["block"])
   return fields
 
 
-def _field_default(cls: type, name: str) -> Any:
-  return next(f.default for f in dataclasses.fields(cls) if f.name == name)
+def _field(cls: type, name: str) -> dataclasses.Field:
+  return next(f for f in dataclasses.fields(cls) if f.name == name)
 
 
 def build_model(model_config: Mapping[str, Any], num_classes: int) -> Any:
-  """The model described by `config.model` (the ViT, or the backbone
+  """The model described by `config.model` (the ViT, or the class
   `model.variant` names), with a `num_classes` head."""
   cfg = dict(plain(model_config))
   return model_class(cfg.get("variant"))(num_classes=num_classes, **model_kwargs(cfg))

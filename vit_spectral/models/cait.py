@@ -53,20 +53,23 @@ tokens are read (keys and values) and never written.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar
 
 import flax.linen as nn
 import jax.numpy as jnp
 
 from vit_spectral.attention import get_attention, registered_attentions
 from vit_spectral.layers.drop_path import DropPath
-from vit_spectral.layers.mlp import MlpBlock, check_activation
-from vit_spectral.layers.norms import LAYER_NORM_EPSILON, make_norm
-from vit_spectral.models.vit import Block, Encoder
+from vit_spectral.layers.mlp import MlpBlock
+from vit_spectral.layers.norms import make_norm
+from vit_spectral.models.backbone import IsotropicBackbone, register_models
+from vit_spectral.models.specs import BlockSpec
+from vit_spectral.models.token_layouts import TokenLayout
+from vit_spectral.models.vit import Encoder
 
-__all__ = ["CaiT", "ClassAttentionBlock", "MODEL", "VARIANTS"]
+__all__ = ["CaiT", "ClassAttentionBlock", "ClassStage", "VARIANTS"]
 
-# Registered names (`models.variants.BACKBONE_NAMES`) -> fields in config form.
+# Registered names -> fields in config form (timm's shapes).
 VARIANTS: dict[str, dict[str, Any]] = {
     "CaiT-XXS24": dict(patch_size=16, hidden_size=192, depth=24, num_heads=4, mlp_dim=768),
     "CaiT-S24": dict(patch_size=16, hidden_size=384, depth=24, num_heads=8, mlp_dim=1536),
@@ -101,53 +104,49 @@ class ClassAttentionBlock(nn.Module):
       x_cls <- x_cls + DropPath(γ_2 ⊙ MLP(Norm2(x_cls)))
 
   Parameters "norm1", "attention", "alpha1" (γ_1), "norm2", "mlp", "alpha2"
-  (γ_2), named as in `Block`; `layer_scale_init=None` = no γ.
+  (γ_2), named as in `Block`; γ starts at `spec.residual_alpha` (None = no γ).
 
-  Attributes: as `Block`'s fields of the same names; attention: a registered
-  class-token variant (`check_class_attention`).
+  Attributes:
+    spec: the block's `BlockSpec` (heads, MLP width, norm, LayerScale as
+      residual_alpha, GELU, dropout rates, kernel_init, dtypes; its attention
+      fields are the self-attention stage's and are not read here).
+    attention: a registered class-token variant (`check_class_attention`).
+    drop_path_rate: stochastic depth (CaiT's class stage has none).
+    deterministic: disables dropout and drop-path.
   """
-  num_heads: int
-  mlp_dim: int
+  spec: BlockSpec
   attention: str = "class_attention"
-  norm: str = "layer_norm"
-  norm_epsilon: float = LAYER_NORM_EPSILON
-  layer_scale_init: float | None = 1e-5
-  mlp_activation: str = "gelu_erf"
-  dropout_rate: float = 0.0
-  attention_dropout_rate: float = 0.0
   drop_path_rate: float = 0.0
   deterministic: bool = True
-  kernel_init: str = "xavier_uniform"
-  dtype: Any = jnp.float32
-  param_dtype: Any = jnp.float32
 
   def scaled(self, y, suffix: str):
-    if self.layer_scale_init is None:
+    if self.spec.residual_alpha is None:
       return y
-    gamma = self.param(f"alpha{suffix}", nn.initializers.constant(self.layer_scale_init),
-                       (y.shape[-1],), self.param_dtype)
+    gamma = self.param(f"alpha{suffix}", nn.initializers.constant(self.spec.residual_alpha),
+                       (y.shape[-1],), self.spec.param_dtype)
     return y * gamma.astype(y.dtype)
 
   @nn.compact
   def __call__(self, cls, patches):
     """cls: (B, P, D), patches: (B, N, D) -> the updated cls (B, P, D)."""
+    spec = self.spec
     attention_cls = check_class_attention(self.attention)
-    norm = lambda name: make_norm(self.norm, self.norm_epsilon, dtype=self.dtype,  # noqa: E731
-                                  param_dtype=self.param_dtype, name=name)
+    norm = lambda name: make_norm(spec.norm, spec.norm_epsilon, dtype=spec.dtype,  # noqa: E731
+                                  param_dtype=spec.param_dtype, name=name)
     tokens = jnp.concatenate([cls, patches], axis=1)
-    attention = attention_cls(num_heads=self.num_heads,
-                              dropout_rate=self.attention_dropout_rate,
-                              deterministic=self.deterministic, kernel_init=self.kernel_init,
-                              num_prefix_tokens=cls.shape[1], dtype=self.dtype,
-                              param_dtype=self.param_dtype, name="attention")
+    attention = attention_cls(num_heads=spec.num_heads,
+                              dropout_rate=spec.attention_dropout_rate,
+                              deterministic=self.deterministic, kernel_init=spec.kernel_init,
+                              num_prefix_tokens=cls.shape[1], dtype=spec.dtype,
+                              param_dtype=spec.param_dtype, name="attention")
     y, _ = attention(norm("norm1")(tokens), None)
-    y = nn.Dropout(self.dropout_rate)(y, deterministic=self.deterministic)
+    y = nn.Dropout(spec.dropout_rate)(y, deterministic=self.deterministic)
     cls = cls + DropPath(name="drop_path1")(self.scaled(y, "1"), self.drop_path_rate,
                                             self.deterministic)
-    y = MlpBlock(mlp_dim=self.mlp_dim, dropout_rate=self.dropout_rate,
-                 deterministic=self.deterministic, kernel_init=self.kernel_init,
-                 activation=self.mlp_activation, dtype=self.dtype,
-                 param_dtype=self.param_dtype, name="mlp")(norm("norm2")(cls))
+    y = MlpBlock(mlp_dim=spec.mlp_dim, dropout_rate=spec.dropout_rate,
+                 deterministic=self.deterministic, kernel_init=spec.kernel_init,
+                 activation=spec.mlp_activation, dtype=spec.dtype,
+                 param_dtype=spec.param_dtype, name="mlp")(norm("norm2")(cls))
     return cls + DropPath(name="drop_path2")(self.scaled(y, "2"), self.drop_path_rate,
                                              self.deterministic)
 
@@ -155,148 +154,104 @@ class ClassAttentionBlock(nn.Module):
 class ClassStage(nn.Module):
   """`depth` `ClassAttentionBlock`s ("classblock_{i}"): (cls, patches) -> cls."""
   depth: int
-  block_kwargs: Mapping[str, Any]
+  spec: BlockSpec
+  attention: str = "class_attention"
+  deterministic: bool = True
 
   @nn.compact
   def __call__(self, cls, patches):
     for i in range(self.depth):
-      cls = ClassAttentionBlock(name=f"classblock_{i}", **self.block_kwargs)(cls, patches)
+      cls = ClassAttentionBlock(self.spec, self.attention, deterministic=self.deterministic,
+                                name=f"classblock_{i}")(cls, patches)
     return cls
 
 
-class CaiT(nn.Module):
+class CaiT(IsotropicBackbone):
   """CaiT for image classification (module docstring).
 
-  Attributes:
-    num_classes: size of the zero-initialised head (0 = no head, return features).
-    patch_size, hidden_size, depth, num_heads, mlp_dim: the self-attention
-      stage's shape (as the ViT's fields).
+  Attributes (besides `IsotropicBackbone`'s: num_classes, patch_size,
+  hidden_size, depth, layer_overrides, block, encoder):
     class_depth: class-attention blocks (2 in CaiT); class_mlp_dim: their MLP
-      width (None = mlp_dim, CaiT's ratio 4).
+      width (None = block.mlp_dim, CaiT's ratio 4).
     class_attention: the class stage's registered class-token variant.
     layer_scale_init: LayerScale's initial γ (1e-5 for the 24-layer CaiTs),
-      the Blocks' `residual_alpha`; None = no LayerScale.
+      every block's `residual_alpha`; None = no LayerScale.
     talking_heads: talking heads in the self-attention stage (the attention
       field of that name; set it here, not in `attention`).
-    mlp_activation, norm_epsilon: every block's GELU form and LayerNorm ε
-      (timm's: "gelu_erf", 1e-6).
-    attention, attention_kwargs, norm, block_options, layer_overrides,
-    dropout_rate, attention_dropout_rate, kernel_init, encoder_mode,
-    encoder_unroll, encoder_residuals, remat, dtype, param_dtype: as the
-      ViT's, for the self-attention stage (`block_options`, `attention` and
-      `layer_overrides` act there only; an override naming another attention
-      variant replaces the options, talking_heads included).
-    drop_path_rate: every self-attention block's stochastic-depth rate
-      (uniform, CaiT §4); the class blocks have none.
-  """
-  # Block fields CaiT sets per block itself (not `model.block` options).
-  BLOCK_FIELDS_SET_BY_MODEL: ClassVar[tuple[str, ...]] = ("residual_alpha",)
 
-  num_classes: int
-  patch_size: int
-  hidden_size: int
-  depth: int
-  num_heads: int
-  mlp_dim: int
+  The `block` (self-attention stage; its norm, norm_epsilon, mlp_activation
+  and dropout rates also the class stage's) and `layer_overrides` act in the
+  self-attention stage; an override naming another attention variant replaces
+  the options, talking_heads included. `encoder.drop_path_rate` is every
+  self-attention block's stochastic-depth rate (uniform, CaiT §4); the class
+  blocks have none. timm's CaiTs use the exact (erf) GELU and LayerNorm ε 1e-6
+  (`BLOCK_DEFAULTS`, the registered names' fields).
+  """
+  # BlockSpec fields CaiT sets per block itself (not `model.block` options).
+  BLOCK_FIELDS_SET_BY_MODEL: ClassVar[tuple[str, ...]] = ("residual_alpha",)
+  # CaiT's config spells the blocks' GELU and ε at its top level.
+  TOP_LEVEL_BLOCK_FIELDS: ClassVar[tuple[str, ...]] = (
+      *BlockSpec.TOP_LEVEL, "norm_epsilon", "mlp_activation")
+  BLOCK_DEFAULTS: ClassVar[dict[str, Any]] = {"mlp_activation": "gelu_erf"}
+
   class_depth: int = 2
   class_mlp_dim: int | None = None
   class_attention: str = "class_attention"
   layer_scale_init: float | None = 1e-5
   talking_heads: bool = True
-  mlp_activation: str = "gelu_erf"
-  norm_epsilon: float = LAYER_NORM_EPSILON
-  dropout_rate: float = Block.dropout_rate
-  attention_dropout_rate: float = Block.attention_dropout_rate
-  drop_path_rate: float = 0.0
-  attention: str = Block.attention
-  attention_kwargs: Mapping[str, Any] | None = None
-  norm: str = Block.norm
-  block_options: Mapping[str, Any] | None = None
-  layer_overrides: Sequence[Mapping[str, Any]] | None = None
-  encoder_mode: str = "scan"
-  encoder_unroll: int = 1
-  encoder_residuals: str | None = None
-  remat: bool = False
-  kernel_init: str = Block.kernel_init
-  dtype: Any = Block.dtype
-  param_dtype: Any = Block.param_dtype
 
-  def block_fields(self) -> dict[str, Any]:
-    """The Block fields every self-attention layer shares before `layer_overrides`
-    (grid_size and num_prefix_tokens are added when the images are seen)."""
-    attention_kwargs = dict(self.attention_kwargs or {})
-    if "talking_heads" in attention_kwargs:
+  def encoder_block(self) -> BlockSpec:
+    """The self-attention stage's BlockSpec before `layer_overrides`: talking
+    heads and LayerScale added."""
+    block = super().encoder_block()
+    options = dict(block.attention_kwargs)
+    if "talking_heads" in options:
       raise ValueError("model.attention.talking_heads is set by CaiT: use "
                        f"model.talking_heads (now {self.talking_heads})")
-    attention_kwargs["talking_heads"] = self.talking_heads
-    return dict(
-        num_heads=self.num_heads, mlp_dim=self.mlp_dim, attention=self.attention,
-        attention_kwargs=attention_kwargs, norm=self.norm, norm_epsilon=self.norm_epsilon,
-        mlp_activation=self.mlp_activation, residual_alpha=self.layer_scale_init,
-        dropout_rate=self.dropout_rate, attention_dropout_rate=self.attention_dropout_rate,
-        kernel_init=self.kernel_init, dtype=self.dtype, param_dtype=self.param_dtype,
-        **dict(self.block_options or {}))
+    options["talking_heads"] = self.talking_heads
+    return block.replace(attention_kwargs=options, residual_alpha=self.layer_scale_init)
 
-  def check_options(self) -> None:
-    for field in ("hidden_size", "depth", "num_heads", "mlp_dim", "patch_size", "class_depth"):
-      if getattr(self, field) <= 0:
-        raise ValueError(f"model.{field}={getattr(self, field)} must be positive")
-    for field in ("dropout_rate", "attention_dropout_rate", "drop_path_rate"):
-      if not 0.0 <= getattr(self, field) < 1.0:
-        raise ValueError(f"model.{field}={getattr(self, field)} must be in [0, 1)")
+  def check_options(self, height: int, width: int) -> None:
+    self.check_positive("hidden_size", "depth", "patch_size", "class_depth")
     if not isinstance(self.talking_heads, bool):
       raise ValueError(f"model.talking_heads={self.talking_heads!r} must be True or False")
-    check_activation(self.mlp_activation, "model.mlp_activation")
     check_class_attention(self.class_attention)
+    if height % self.patch_size or width % self.patch_size:
+      raise ValueError(f"model.patch_size={self.patch_size} does not divide the "
+                       f"image size {height}x{width}")
 
   @nn.compact
   def __call__(self, images, *, train: bool = False):
     """images: (B, H, W, C) -> logits (B, num_classes), float32 (features
     (B, D), float32, when num_classes is 0)."""
-    self.check_options()
-    height, width = images.shape[1:3]
-    if height % self.patch_size or width % self.patch_size:
-      raise ValueError(f"model.patch_size={self.patch_size} does not divide the "
-                       f"image size {height}x{width}")
+    self.check_options(*images.shape[1:3])
+    block = self.encoder_block()
+    dtype, param_dtype = block.dtype, block.param_dtype
     x = nn.Conv(self.hidden_size, (self.patch_size,) * 2, strides=self.patch_size,
-                padding="VALID", dtype=self.dtype, param_dtype=self.param_dtype,
-                name="embedding")(images.astype(self.dtype))
+                padding="VALID", dtype=dtype, param_dtype=param_dtype,
+                name="embedding")(images.astype(dtype))
     batch, rows, cols, _ = x.shape
     x = x.reshape(batch, rows * cols, self.hidden_size)           # (B, N, D)
     pos = self.param("pos_embedding", nn.initializers.normal(stddev=0.02),
-                     (1, rows * cols, self.hidden_size), self.param_dtype)
-    x = nn.Dropout(self.dropout_rate)(x + pos.astype(self.dtype), deterministic=not train)
+                     (1, rows * cols, self.hidden_size), param_dtype)
+    x = nn.Dropout(block.dropout_rate)(x + pos.astype(dtype), deterministic=not train)
 
-    block_kwargs = dict(self.block_fields(), grid_size=(rows, cols), num_prefix_tokens=0)
-    x = Encoder(depth=self.depth, block_kwargs=block_kwargs,
-                layer_overrides=self.layer_overrides,
-                drop_path_rates=(self.drop_path_rate,) * self.depth, final_norm=False,
-                mode=self.encoder_mode, unroll=self.encoder_unroll,
-                residuals=self.encoder_residuals, remat=self.remat,
-                deterministic=not train, dtype=self.dtype,
-                param_dtype=self.param_dtype, name="encoder")(x)
+    x = Encoder(depth=self.depth, block=block, spec=self.encoder,
+                layouts=TokenLayout((rows, cols), 0), layer_overrides=self.layer_overrides,
+                drop_path_rates=(self.encoder.drop_path_rate,) * self.depth, final_norm=False,
+                deterministic=not train, name="encoder")(x)
 
     cls = self.param("cls", nn.initializers.normal(stddev=0.02), (1, 1, self.hidden_size),
-                     self.param_dtype)
-    cls = jnp.tile(cls.astype(self.dtype), (batch, 1, 1))
-    class_kwargs = dict(
-        num_heads=self.num_heads, mlp_dim=self.class_mlp_dim or self.mlp_dim,
-        attention=self.class_attention, norm=self.norm, norm_epsilon=self.norm_epsilon,
-        layer_scale_init=self.layer_scale_init, mlp_activation=self.mlp_activation,
-        dropout_rate=self.dropout_rate, attention_dropout_rate=self.attention_dropout_rate,
-        deterministic=not train, kernel_init=self.kernel_init, dtype=self.dtype,
-        param_dtype=self.param_dtype)
-    cls = ClassStage(self.class_depth, class_kwargs, name="class_stage")(cls, x)
+                     param_dtype)
+    cls = jnp.tile(cls.astype(dtype), (batch, 1, 1))
+    class_block = block.replace(mlp_dim=self.class_mlp_dim or block.mlp_dim)
+    cls = ClassStage(self.class_depth, class_block, self.class_attention,
+                     deterministic=not train, name="class_stage")(cls, x)
 
     tokens = jnp.concatenate([cls, x], axis=1)
-    tokens = make_norm(self.norm, self.norm_epsilon, dtype=self.dtype,
-                       param_dtype=self.param_dtype, name="norm")(tokens)
-    x = tokens[:, 0].astype(jnp.promote_types(self.dtype, jnp.float32))   # (B, D)
-    self.sow("intermediates", "pre_logits", x)
-    if not self.num_classes:
-      return x
-    return nn.Dense(self.num_classes, kernel_init=nn.initializers.zeros,
-                    dtype=x.dtype, param_dtype=self.param_dtype, name="head")(x)
+    tokens = make_norm(block.norm, block.norm_epsilon, dtype=dtype, param_dtype=param_dtype,
+                       name="norm")(tokens)
+    return self.classify(tokens, "cls")
 
 
-MODEL = CaiT
+register_models(CaiT, VARIANTS)

@@ -1,7 +1,7 @@
 """CSwin Transformer (Dong et al., CVPR 2022) and LipsFormer-CSwin (paper 001).
 
 A hierarchical backbone of `models.vit.Block`s with cross-shaped window
-attention (`Block.stripe_width`): in every block the first half of the heads
+attention (`models.token_layouts.StripeLayout`): in every block the first half of the heads
 attend within horizontal stripes of `stripe_widths[k]` rows (the whole
 width), the second half within vertical stripes (the whole height), each
 half with its own projections, the two outputs added. Values get CSwin's
@@ -33,7 +33,7 @@ independently (tests/models/test_cswin.py; published: 23M, 35M, 78M). One
 difference in form, none in function: the official block has one qkv
 projection and one output projection of the two groups' concatenation; here
 each group has its own (the column group's output projection without bias,
-`Block`), which is the same map with the same parameter count.
+`models.token_layouts`), which is the same map with the same parameter count.
 
 LipsFormer-CSwin-T/S/B (paper 001, §4.2, App. B Table 4, Fig. 3): the CSwin
 shapes with CenterNorm (stem, merges and blocks), scaled cosine attention
@@ -41,7 +41,7 @@ shapes with CenterNorm (stem, merges and blocks), scaled cosine attention
 branch (`LIPSFORMER_CSWIN_ALPHA`, below), spectral init, the convolution
 branches — "two depth-wise convolutions (dwc) and one point-wise convolution
 (pwc)" (§5.3): the 7×7 depth-wise + 1×1 branch and a second 7×7 depth-wise
-branch (`Block.extra_depthwise_branch`) — the LipsFormer block order
+branch (`BlockSpec.extra_depthwise_branch`) — the LipsFormer block order
 (CenterNorm after the attention and feed-forward sums, so no final norm),
 DropPath without rescaling in training (× (1 − p) at evaluation), and
 non-overlapping convolution embedding and merging "as in Swin" (4×4 stride
@@ -71,27 +71,28 @@ size, so S and B get 0.2 too (the code defines only the tiny model).
 
 FeatScale (paper 000) re-weights the two stripe groups' summed output, CSwin's
 one MSA output, with the token mean of the whole stage map as its DC
-(`Block`: the authors' Swin code's reading; their code has no CSwin).
+(`models.vit.Block`: the authors' Swin code's reading; their code has no CSwin).
 
 Errors: the Hopfield score memory cannot cross windows or stages (raises,
-`Block`); the eigen `value_output` needs heads·head_dim = width, which a
+`models.token_layouts`); the eigen `value_output` needs heads·head_dim = width, which a
 stripe group (half the heads) does not have (raises); images whose side the
 total stride or a stage's stripe width does not divide raise.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import flax.linen as nn
-import jax.numpy as jnp
 
-from vit_spectral.layers.drop_path import linear_drop_path_rates
 from vit_spectral.layers.initializers import get_initializer
 from vit_spectral.layers.norms import make_norm
-from vit_spectral.models.vit import ENCODER_MODES, Block, Encoder
+from vit_spectral.models.backbone import StagedBackbone, register_models
+from vit_spectral.models.specs import BlockSpec, EncoderSpec
+from vit_spectral.models.token_layouts import StripeLayout
+from vit_spectral.models.vit import Encoder, stem_initializer
 
-__all__ = ["CSwin", "CSwinStage", "EMBEDDINGS", "LIPSFORMER_CSWIN_ALPHA", "MODEL", "VARIANTS",
+__all__ = ["CSwin", "CSwinStage", "EMBEDDINGS", "LIPSFORMER_CSWIN_ALPHA", "VARIANTS",
            "embedding_conv"]
 
 # How the stem and the merges convolve (`CSwin.embedding`): CSwin's
@@ -143,124 +144,77 @@ def embedding_conv(stride: int, embedding: str) -> tuple[int, int]:
 
 class CSwinStage(nn.Module):
   """One stage: a strided convolution and a norm ("embedding",
-  "embedding_norm"), then `depth` Blocks on the new grid ("encoder").
+  "embedding_norm"), then `depth` Blocks on the new grid ("encoder") within
+  cross-shaped windows (`models.token_layouts.StripeLayout`).
 
   Attributes:
     width: the stage's token width.
     depth: blocks in the stage.
     stride: the convolution's stride (the stem's patch size, 2 for a merge).
     embedding: one of EMBEDDINGS (`embedding_conv`).
-    block_kwargs: the `Block` fields of every block (num_heads, mlp_dim,
-      stripe_width, ...; grid_size is added here).
+    block: the stage's `BlockSpec` (its norm and ε also the convolution's
+      norm); encoder: the `EncoderSpec`.
+    stripe_width: CSwin's split size (`StripeLayout.width`).
     drop_path_rates: the stage's `depth` DropPath rates.
-    norm, norm_epsilon: the norm after the convolution (the blocks' norm).
     stem_init: initializer name of the convolution ("spectral" or
-      "lecun_normal", `CSwin`).
-    encoder_mode, encoder_unroll, encoder_residuals, remat: `Encoder`'s.
+      "lecun_normal", `models.vit.stem_initializer`).
+    deterministic: disables dropout and drop-path.
   """
   width: int
   depth: int
   stride: int
   embedding: str
-  block_kwargs: Mapping[str, Any]
+  block: BlockSpec
+  encoder: EncoderSpec
+  stripe_width: int
   drop_path_rates: Sequence[float]
-  norm: str
-  norm_epsilon: float
   stem_init: str
-  encoder_mode: str = "scan"
-  encoder_unroll: int = 1
-  encoder_residuals: str | None = None
-  remat: bool = False
   deterministic: bool = True
-  dtype: Any = jnp.float32
-  param_dtype: Any = jnp.float32
 
   @nn.compact
   def __call__(self, x):
     """x: (B, H, W, C) image or previous stage's grid -> (B, H/stride, W/stride, width)."""
+    block = self.block
     kernel, padding = embedding_conv(self.stride, self.embedding)
     x = nn.Conv(self.width, (kernel, kernel), strides=self.stride,
                 padding=[(padding, padding)] * 2, kernel_init=get_initializer(self.stem_init),
-                dtype=self.dtype, param_dtype=self.param_dtype, name="embedding")(x)
+                dtype=block.dtype, param_dtype=block.param_dtype, name="embedding")(x)
     batch, rows, cols, _ = x.shape
     x = x.reshape(batch, rows * cols, self.width)
-    x = make_norm(self.norm, self.norm_epsilon, dtype=self.dtype, param_dtype=self.param_dtype,
-                  name="embedding_norm")(x)
-    x = Encoder(depth=self.depth, block_kwargs=dict(self.block_kwargs, grid_size=(rows, cols),
-                                                    num_prefix_tokens=0),
+    x = make_norm(block.norm, block.norm_epsilon, dtype=block.dtype,
+                  param_dtype=block.param_dtype, name="embedding_norm")(x)
+    x = Encoder(depth=self.depth, block=block, spec=self.encoder,
+                layouts=StripeLayout((rows, cols), width=self.stripe_width),
                 drop_path_rates=tuple(self.drop_path_rates), final_norm=False,
-                mode=self.encoder_mode, unroll=self.encoder_unroll,
-                residuals=self.encoder_residuals, remat=self.remat,
-                deterministic=self.deterministic, dtype=self.dtype,
-                param_dtype=self.param_dtype, name="encoder")(x)
+                deterministic=self.deterministic, name="encoder")(x)
     return x.reshape(batch, rows, cols, self.width)
 
 
-class CSwin(nn.Module):
+class CSwin(StagedBackbone):
   """CSwin Transformer for image classification (module docstring).
 
-  Attributes:
-    num_classes: size of the zero-initialised head (0 = return the pooled
-      features).
+  Attributes (besides `StagedBackbone`'s: num_classes, depths, num_heads
+  (even where a stage has two stripe groups), mlp_ratio, patch_size (the
+  stem's stride; each merge has stride 2), block, encoder):
     hidden_size: width of stage 1; stage k has hidden_size·2^(k−1).
-      The defaults of hidden_size, depths and num_heads are CSwin-T's.
-    depths: blocks per stage (the number of stages is its length).
-    num_heads: heads per stage (even where a stage has two stripe groups).
-    stripe_widths: CSwin's split size per stage (`Block.stripe_width`); a
+    stripe_widths: CSwin's split size per stage (`StripeLayout.width`); a
       stripe as wide as the stage's grid = global attention, one group.
-    mlp_ratio: MLP width / token width.
-    patch_size: the stem's stride (4); each merge has stride 2.
     embedding: "overlapping" (CSwin) or "patch" (LipsFormer), EMBEDDINGS.
-    attention, attention_kwargs, norm, block_options, kernel_init,
-    dropout_rate, attention_dropout_rate, encoder_mode, encoder_unroll,
-    encoder_residuals, remat, dtype, param_dtype: as `models.vit.ViT`
-      (block_options reach every block; norm is also the stem's, the
-      merges' and the final norm, with the blocks' norm_epsilon).
-    drop_path_rate: the largest DropPath rate, reached by the last block of
-      the last stage (linear over all blocks, as CSwin and timm).
+  The blocks' norm (`block`) is also the stem's, the merges' and the final
+  norm, with the blocks' norm_epsilon; `encoder.drop_path_rate` is the
+  largest DropPath rate, reached by the last block of the last stage (linear
+  over all blocks, as CSwin and timm).
   """
-  # Block fields each stage sets itself (so not `model.block` options).
-  BLOCK_FIELDS_SET_BY_MODEL: ClassVar[tuple[str, ...]] = (
-      "mlp_dim", "stripe_width", "window_size", "window_shift")
-
-  num_classes: int
-  # Defaults: CSwin-T's shape (a variant name sets its own).
   hidden_size: int = 64
-  depths: Sequence[int] = (1, 2, 21, 1)
-  num_heads: Sequence[int] = (2, 4, 8, 16)
   stripe_widths: Sequence[int] = (1, 2, 7, 7)
-  mlp_ratio: float = 4.0
-  patch_size: int = 4
   embedding: str = "overlapping"
-  dropout_rate: float = Block.dropout_rate
-  attention_dropout_rate: float = Block.attention_dropout_rate
-  drop_path_rate: float = 0.0
-  attention: str = Block.attention
-  attention_kwargs: Mapping[str, Any] | None = None
-  norm: str = Block.norm
-  block_options: Mapping[str, Any] | None = None
-  encoder_mode: str = "scan"
-  encoder_unroll: int = 1
-  encoder_residuals: str | None = None
-  remat: bool = False
-  kernel_init: str = Block.kernel_init
-  dtype: Any = Block.dtype
-  param_dtype: Any = Block.param_dtype
 
   def check_options(self, image_shape: tuple[int, int]) -> None:
+    self.check_stages("stripe_widths")
+    self.check_positive("hidden_size", "stripe_widths")
     stages = len(self.depths)
-    for field in ("num_heads", "stripe_widths"):
-      if len(getattr(self, field)) != stages:
-        raise ValueError(f"model.{field}={tuple(getattr(self, field))} needs one entry per "
-                         f"stage ({stages}, the length of model.depths)")
     if self.embedding not in EMBEDDINGS:
       raise ValueError(f"model.embedding={self.embedding!r}; choose one of {list(EMBEDDINGS)}")
-    if self.encoder_mode not in ENCODER_MODES:
-      raise ValueError(f"model.encoder_mode={self.encoder_mode!r}; choose one of "
-                       f"{list(ENCODER_MODES)}")
-    for field in ("dropout_rate", "attention_dropout_rate", "drop_path_rate"):
-      if not 0.0 <= getattr(self, field) < 1.0:
-        raise ValueError(f"model.{field}={getattr(self, field)} must be in [0, 1)")
     stride = self.patch_size * 2 ** (stages - 1)
     if any(side % stride for side in image_shape):
       raise ValueError(f"image size {image_shape[0]}x{image_shape[1]} is not divisible by "
@@ -273,51 +227,27 @@ class CSwin(nn.Module):
                          f"{grid[0]}x{grid[1]} token grid (image {image_shape[0]}x"
                          f"{image_shape[1]}); choose divisors of each stage's grid")
 
-  def stage_block_fields(self, k: int) -> dict[str, Any]:
-    """The Block fields of stage k's blocks (0-based; grid_size added by the stage)."""
-    width = self.hidden_size * 2 ** k
-    return dict(
-        num_heads=self.num_heads[k], mlp_dim=int(width * self.mlp_ratio),
-        stripe_width=self.stripe_widths[k], attention=self.attention,
-        attention_kwargs=self.attention_kwargs, norm=self.norm,
-        dropout_rate=self.dropout_rate, attention_dropout_rate=self.attention_dropout_rate,
-        kernel_init=self.kernel_init, dtype=self.dtype, param_dtype=self.param_dtype,
-        **dict(self.block_options or {}))
-
   @nn.compact
   def __call__(self, images, *, train: bool = False):
     """images: (B, H, W, C) -> logits (B, num_classes), float32 (features
     (B, width of the last stage), float32, when num_classes is 0)."""
     self.check_options(images.shape[1:3])
-    shared = Block.settings(self.stage_block_fields(0))
-    rates = linear_drop_path_rates(self.drop_path_rate, sum(self.depths))
-    # As the ViT's stem: spectral init covers the convolutions (non-overlapping:
-    # exact; overlapping: the kernel matrix's σ_max), else flax's default.
-    stem_init = "spectral" if self.kernel_init == "spectral" else "lecun_normal"
-    x = images.astype(self.dtype)
-    start = 0
-    for k, depth in enumerate(self.depths):
+    block = self.block
+    x = images.astype(block.dtype)
+    for k, (depth, rates) in enumerate(zip(self.depths, self.drop_path_rates())):
+      width = self.hidden_size * 2 ** k
       x = CSwinStage(
-          width=self.hidden_size * 2 ** k, depth=depth,
-          stride=self.patch_size if k == 0 else 2, embedding=self.embedding,
-          block_kwargs=self.stage_block_fields(k), drop_path_rates=rates[start:start + depth],
-          norm=self.norm, norm_epsilon=shared["norm_epsilon"], stem_init=stem_init,
-          encoder_mode=self.encoder_mode, encoder_unroll=self.encoder_unroll,
-          encoder_residuals=self.encoder_residuals, remat=self.remat,
-          deterministic=not train, dtype=self.dtype, param_dtype=self.param_dtype,
+          width=width, depth=depth, stride=self.patch_size if k == 0 else 2,
+          embedding=self.embedding, block=self.stage_block(k, width), encoder=self.encoder,
+          stripe_width=self.stripe_widths[k], drop_path_rates=rates,
+          stem_init=stem_initializer(block.kernel_init), deterministic=not train,
           name=f"stage_{k}")(x)
-      start += depth
     batch, rows, cols, width = x.shape
     x = x.reshape(batch, rows * cols, width)
-    if not Block.ends_in_norm(shared):
-      x = make_norm(self.norm, shared["norm_epsilon"], dtype=self.dtype,
-                    param_dtype=self.param_dtype, name="norm")(x)
-    x = x.astype(jnp.promote_types(self.dtype, jnp.float32)).mean(axis=1)   # (B, D)
-    self.sow("intermediates", "pre_logits", x)
-    if not self.num_classes:
-      return x
-    return nn.Dense(self.num_classes, kernel_init=nn.initializers.zeros, dtype=x.dtype,
-                    param_dtype=self.param_dtype, name="head")(x)
+    if not block.ends_in_norm():
+      x = make_norm(block.norm, block.norm_epsilon, dtype=block.dtype,
+                    param_dtype=block.param_dtype, name="norm")(x)
+    return self.classify(x, "mean")
 
 
-MODEL = CSwin
+register_models(CSwin, VARIANTS)

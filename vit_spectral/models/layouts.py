@@ -29,13 +29,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from vit_spectral.settings import plain
-from vit_spectral.models.segments import (BLOCK_NAME, layer_kwargs, scan_name,
-                                          scanned_stacks, segments)
-from vit_spectral.models.vit import Block, Encoder
+from vit_spectral.models.segments import BLOCK_NAME, layer_specs, scan_name, scanned_stacks, segments
+from vit_spectral.models.specs import BlockSpec
+from vit_spectral.models.vit import Encoder
 
-__all__ = ["Layout", "layer_fields", "layer_trees", "loop_to_scan", "model_layout",
-           "scan_to_loop", "to_layout", "tree_layout", "with_layer_trees"]
+__all__ = ["Layout", "layer_fields", "layer_specs_of", "layer_trees", "loop_to_scan",
+           "model_layout", "scan_to_loop", "to_layout", "tree_layout", "with_layer_trees"]
 
 # Layers per scanned stack, in layer order; None = the loop layout.
 Layout = tuple[int, ...] | None
@@ -191,41 +190,31 @@ def loop_to_scan(tree: Mapping[str, Any],
   return with_layer_trees(tree, layers, tuple(segment_lengths or (len(layers),)))
 
 
-def _shared_fields(model) -> tuple[int, dict[str, Any], Any]:
-  """(depth, the Block fields every layer shares, the layer overrides) of a
-  model: what its Encoder segments, every Block field with its default filled
-  in, less the input-dependent token layout (grid_size, num_prefix_tokens)."""
+def layer_specs_of(model) -> list[BlockSpec]:
+  """Each layer's `BlockSpec`, in layer order (length depth), of an isotropic
+  model (`ViT`, `CaiT`: its encoder block after its `layer_overrides`) or an
+  `Encoder`."""
   if isinstance(model, Encoder):
-    shared = Block.settings(model.block_kwargs)
-  else:
-    shared = Block.settings(model.block_fields())
-    for key in ("grid_size", "num_prefix_tokens"):
-      del shared[key]
-  shared["attention_kwargs"] = plain(shared["attention_kwargs"] or {})
-  return model.depth, shared, model.layer_overrides
+    return layer_specs(model.depth, model.block, model.layer_overrides)
+  if not hasattr(model, "encoder_block"):
+    raise ValueError(f"{type(model).__name__} has stages of different token counts and "
+                     "widths, not one encoder of model.depth blocks; read each stage's "
+                     "encoder (models.intermediates.per_stage)")
+  return layer_specs(model.depth, model.encoder_block(), model.layer_overrides)
 
 
 def layer_fields(model) -> list[dict[str, Any]]:
-  """Each layer's `Block` fields, in layer order (length depth).
-
-  Args:
-    model: a `ViT` (its fields that are Block fields, merged with its
-      `block_options`, then its `layer_overrides`; the input-dependent
-      grid_size and num_prefix_tokens are left out) or an `Encoder` (its
-      block_kwargs and layer_overrides).
-
-  Returns:
-    One dict of Block fields per layer (see `models.segments.layer_kwargs`).
-  """
-  depth, shared, overrides = _shared_fields(model)
-  return layer_kwargs(depth, shared, overrides)
+  """Each layer's `BlockSpec` fields as a dict (`BlockSpec.as_dict`), in
+  layer order (length depth), of a `ViT`, a `CaiT` or an `Encoder`."""
+  return [spec.as_dict() for spec in layer_specs_of(model)]
 
 
 def model_layout(model) -> Layout:
-  """The layout a `ViT` (or `Encoder`) stores its blocks in: None in loop
-  mode, else the length of each segment (`models.segments`)."""
-  mode = model.mode if isinstance(model, Encoder) else model.encoder_mode
-  if mode == "loop":
+  """The layout a `ViT` or `CaiT` (or `Encoder`) stores its blocks in: None
+  in loop mode, else the length of each segment (`models.segments`)."""
+  if isinstance(model, Encoder):
+    return None if model.spec.mode == "loop" else tuple(
+        s.length for s in model.layer_segments())
+  if model.encoder.mode == "loop":
     return None
-  depth, shared, overrides = _shared_fields(model)
-  return tuple(s.length for s in segments(depth, shared, overrides))
+  return tuple(s.length for s in segments(layer_specs_of(model)))

@@ -1,10 +1,10 @@
-"""Layers that differ: per-layer overrides of the Block settings, grouped in segments.
+"""Layers that differ: per-layer overrides of the block spec, grouped in segments.
 
 `config.model.layer_overrides` is a sequence of dicts
 
     {"start": 0, "stop": 6,                      # layers [start, stop)
      "attention": {"value_output": "minus"},     # merged into the attention options
-     "block": {...}}                             # other `Block` fields
+     "block": {...}}                             # other `BlockSpec` fields
 
 applied in order on top of the settings every layer shares. An `attention`
 override without "name" (or with the shared name) is merged into the shared
@@ -29,7 +29,7 @@ from typing import Any, Mapping, Sequence
 
 from vit_spectral.settings import plain
 
-__all__ = ["BLOCK_NAME", "Segment", "check_overrides", "is_scanned_path", "layer_kwargs",
+__all__ = ["BLOCK_NAME", "Segment", "check_overrides", "is_scanned_path", "layer_specs",
            "scan_name", "scanned_stacks", "segments", "star_overrides"]
 
 # Name of the block module in each mode; the loop appends "_{layer}".
@@ -40,35 +40,18 @@ _SEGMENT_RE = re.compile(rf"{BLOCK_NAME}_segment(\d+)")
 
 @dataclasses.dataclass(frozen=True)
 class Segment:
-  """Layers [start, stop) sharing `block_kwargs` (the `Block` fields)."""
+  """Layers [start, stop) sharing one block spec and one token layout.
+
+  `spec` is a `models.specs.BlockSpec`, `layout` a `models.token_layouts`
+  layout (any values compared with ==)."""
   start: int
   stop: int
-  block_kwargs: Mapping[str, Any]
+  spec: Any
+  layout: Any = None
 
   @property
   def length(self) -> int:
     return self.stop - self.start
-
-
-def _apply(kwargs: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-  """The Block fields of one layer after `override`."""
-  out = dict(kwargs)
-  attention = dict(plain(override.get("attention") or {}))
-  if attention:
-    # Without a "name" the override keeps the layer's variant (if the layer
-    # names none, the Block default stands and the options merge into it).
-    name = attention.pop("name", out.get("attention"))
-    shared = out.get("attention_kwargs") or {}
-    same = name == out.get("attention")
-    if name is not None:
-      out["attention"] = name
-    out["attention_kwargs"] = dict(shared, **attention) if same else attention
-  for key, value in dict(plain(override.get("block") or {})).items():
-    if key in ("attention", "attention_kwargs"):
-      raise ValueError(f"model.layer_overrides: set the attention through the "
-                       f"'attention' dict, not block.{key}")
-    out[key] = value
-  return out
 
 
 def _layer_range(override: Mapping[str, Any], depth: int) -> tuple[int, int]:
@@ -93,27 +76,28 @@ def check_overrides(overrides: Sequence[Mapping[str, Any]] | None, depth: int) -
                        f"must satisfy 0 <= start < stop <= model.depth={depth}")
 
 
-def layer_kwargs(depth: int, block_kwargs: Mapping[str, Any],
-                 overrides: Sequence[Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
-  """The `Block` fields of every layer, in order (length `depth`)."""
+def layer_specs(depth: int, block: Any,
+                overrides: Sequence[Mapping[str, Any]] | None = None) -> list[Any]:
+  """The block spec of every layer, in order (length `depth`): `block` (a
+  `BlockSpec`) after each override of the layer's range (`BlockSpec.override`)."""
   check_overrides(overrides, depth)
-  layers = [dict(block_kwargs) for _ in range(depth)]
+  layers = [block] * depth
   for override in overrides or ():
     override = plain(override)
     for i in range(*_layer_range(override, depth)):
-      layers[i] = _apply(layers[i], override)
+      layers[i] = layers[i].override(override)
   return layers
 
 
-def segments(depth: int, block_kwargs: Mapping[str, Any],
-             overrides: Sequence[Mapping[str, Any]] | None = None) -> list[Segment]:
-  """Maximal runs of consecutive layers with identical settings."""
+def segments(specs: Sequence[Any], layouts: Sequence[Any] | None = None) -> list[Segment]:
+  """Maximal runs of consecutive layers with equal spec (and layout)."""
+  layouts = list(layouts) if layouts is not None else [None] * len(specs)
   out: list[Segment] = []
-  for i, kwargs in enumerate(layer_kwargs(depth, block_kwargs, overrides)):
-    if out and out[-1].block_kwargs == kwargs:
+  for i, (spec, layout) in enumerate(zip(specs, layouts)):
+    if out and out[-1].spec == spec and out[-1].layout == layout:
       out[-1] = dataclasses.replace(out[-1], stop=i + 1)
     else:
-      out.append(Segment(i, i + 1, kwargs))
+      out.append(Segment(i, i + 1, spec, layout))
   return out
 
 

@@ -12,7 +12,7 @@
 Windows as Swin (and timm) set them: a stage whose grid side is not larger
 than the window attends over the whole side, unshifted (Swin-T's last stage
 at 224²: one 7×7 window). Within a window the attention sees the window as its
-own image (`Block.window_size`): AttnScale's DC (paper 000, eq. 7, of the
+own image (`models.token_layouts.WindowLayout`): AttnScale's DC (paper 000, eq. 7, of the
 attention map) is the window's. FeatScale (eqs. 10-12) re-weights the
 attention output after the windows are merged and the shift undone, so its
 DC is the token mean of the whole stage map, as the authors' Swin code takes
@@ -24,13 +24,13 @@ The relative position bias (§3.2) is the shared attention field
 owner here).
 
 Every stage's blocks alternate regular and shifted windows; the Encoder runs
-them as per-layer segments (`Encoder.layer_overrides` with window_shift on the
-odd layers), so in scan mode each block is its own length-1 scan
+them as per-layer segments (`Encoder.layouts`: a `WindowLayout` per layer,
+shifted on the odd ones), so in scan mode each block is its own length-1 scan
 ("encoderblock_segment{k}") and `models.layouts.layer_trees(params[stage])`
 lists the stage's layers in order in either mode.
 
 LipsFormer-Swin-T (paper 001, App. Table 5, §4.2, Fig. 1 and 3): Swin-T's
-shape with the LipsFormer block (`Block(block_order="lipsformer")`:
+shape with the LipsFormer block (`BlockSpec(block_order="lipsformer")`:
 CenterNorm after the attention and MLP branches, scaled cosine attention with
 τ = 12, weighted residuals α = 1/L with L = 12 blocks (Table 6: L counts
 residual blocks; the official code below initialises every α of a block to
@@ -48,19 +48,19 @@ ours. Both keep Swin's relative position bias; so do we.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, Sequence
 
 import flax.linen as nn
-import jax.numpy as jnp
 
-from vit_spectral.attention import get_attention
 from vit_spectral.layers import windows as windows_lib
-from vit_spectral.layers.drop_path import linear_drop_path_rates
 from vit_spectral.layers.initializers import get_initializer
 from vit_spectral.layers.norms import make_norm
-from vit_spectral.models.vit import Block, Encoder
+from vit_spectral.models.backbone import StagedBackbone, register_models
+from vit_spectral.models.specs import BlockSpec, EncoderSpec
+from vit_spectral.models.token_layouts import WindowLayout
+from vit_spectral.models.vit import Encoder, stem_initializer
 
-__all__ = ["MERGES", "MODEL", "PatchMerging", "Swin", "SwinStage", "VARIANTS", "stage_windows"]
+__all__ = ["MERGES", "PatchMerging", "Swin", "SwinStage", "VARIANTS", "stage_windows"]
 
 # How two stages meet (Swin.merge).
 MERGES = ("linear", "conv")
@@ -85,32 +85,30 @@ class PatchMerging(nn.Module):
   timm's channel order [x(0,0), x(1,0), x(0,1), x(1,1)] ((row, col) offsets),
   norm "norm" over 4C, Linear "reduction" 4C -> features without bias.
   "conv" (LipsFormer, §4.2): a 2×2 stride-2 convolution "reduction" (with
-  bias), then norm "norm" over `features`.
+  bias), then norm "norm" over `features`. The norm, its ε, the kernel
+  initializer and the dtypes are the blocks' (`spec`).
   """
   features: int
-  mode: str = "linear"
-  norm: str = "layer_norm"
-  norm_epsilon: float = SWIN_NORM_EPSILON
-  kernel_init: str = "xavier_uniform"
-  dtype: Any = jnp.float32
-  param_dtype: Any = jnp.float32
+  mode: str
+  spec: BlockSpec
 
   @nn.compact
   def __call__(self, x):
+    spec = self.spec
     batch, rows, cols, width = x.shape
-    norm = make_norm(self.norm, self.norm_epsilon, dtype=self.dtype,
-                     param_dtype=self.param_dtype, name="norm")
+    norm = make_norm(spec.norm, spec.norm_epsilon, dtype=spec.dtype,
+                     param_dtype=spec.param_dtype, name="norm")
     if self.mode == "conv":
       x = nn.Conv(self.features, (2, 2), strides=2, padding="VALID",
-                  kernel_init=get_initializer(self.kernel_init), dtype=self.dtype,
-                  param_dtype=self.param_dtype, name="reduction")(x)
+                  kernel_init=get_initializer(spec.kernel_init), dtype=spec.dtype,
+                  param_dtype=spec.param_dtype, name="reduction")(x)
       return norm(x)
     # (B, H/2, 2, W/2, 2, C) -> (B, H/2, W/2, col offset, row offset, C): timm's order.
     x = x.reshape(batch, rows // 2, 2, cols // 2, 2, width).transpose(0, 1, 3, 4, 2, 5)
     x = norm(x.reshape(batch, rows // 2, cols // 2, 4 * width))
     return nn.Dense(self.features, use_bias=False,
-                    kernel_init=get_initializer(self.kernel_init), dtype=self.dtype,
-                    param_dtype=self.param_dtype, name="reduction")(x)
+                    kernel_init=get_initializer(spec.kernel_init), dtype=spec.dtype,
+                    param_dtype=spec.param_dtype, name="reduction")(x)
 
 
 class SwinStage(nn.Module):
@@ -121,128 +119,71 @@ class SwinStage(nn.Module):
   Attributes:
     depth: blocks in the stage.
     width: the stage's token width (the merge's output width).
-    block_kwargs: the Block fields every block shares (num_heads, mlp_dim,
-      attention, norm, ...), without the token layout and windows.
+    block: the stage's `BlockSpec`; encoder: the `EncoderSpec`.
     window_size: Swin's window side (clipped by `stage_windows`).
     merge: None (first stage) or one of MERGES.
-    merge_norm_epsilon, kernel_init: the merge's.
     drop_path_rates: one per block (a slice of the model's linear schedule).
-    encoder_mode, encoder_unroll, encoder_residuals, remat, deterministic:
-      the Encoder's.
+    deterministic: disables dropout and drop-path.
   """
   depth: int
   width: int
-  block_kwargs: Mapping[str, Any]
+  block: BlockSpec
+  encoder: EncoderSpec
   window_size: int
   merge: str | None = None
-  merge_norm_epsilon: float = SWIN_NORM_EPSILON
-  kernel_init: str = "xavier_uniform"
   drop_path_rates: Sequence[float] | None = None
-  encoder_mode: str = "scan"
-  encoder_unroll: int = 1
-  encoder_residuals: str | None = None
-  remat: bool = False
   deterministic: bool = True
-  dtype: Any = jnp.float32
-  param_dtype: Any = jnp.float32
 
   @nn.compact
   def __call__(self, x):
     if self.merge is not None:
-      x = PatchMerging(self.width, self.merge, norm=self.block_kwargs.get("norm", "layer_norm"),
-                       norm_epsilon=self.merge_norm_epsilon, kernel_init=self.kernel_init,
-                       dtype=self.dtype, param_dtype=self.param_dtype, name="merge")(x)
+      x = PatchMerging(self.width, self.merge, self.block, name="merge")(x)
     batch, rows, cols, width = x.shape
     window, shift = stage_windows((rows, cols), self.window_size)
     windows_lib.check_window((rows, cols), window, "model.window_size")
-    block_kwargs = dict(self.block_kwargs, grid_size=(rows, cols), num_prefix_tokens=0,
-                        window_size=window)
-    shifted = tuple({"start": i, "stop": i + 1, "block": {"window_shift": shift}}
-                    for i in range(1, self.depth, 2)) if any(shift) else None
-    x = Encoder(depth=self.depth, block_kwargs=block_kwargs, layer_overrides=shifted,
+    layouts = tuple(WindowLayout((rows, cols), window=window,
+                                 shift=shift if i % 2 else (0, 0))
+                    for i in range(self.depth))
+    x = Encoder(depth=self.depth, block=self.block, spec=self.encoder, layouts=layouts,
                 drop_path_rates=self.drop_path_rates, final_norm=False,
-                mode=self.encoder_mode, unroll=self.encoder_unroll,
-                residuals=self.encoder_residuals, remat=self.remat,
-                deterministic=self.deterministic, dtype=self.dtype,
-                param_dtype=self.param_dtype,
+                deterministic=self.deterministic,
                 name="encoder")(x.reshape(batch, rows * cols, width))
     return x.reshape(batch, rows, cols, width)
 
 
-class Swin(nn.Module):
+class Swin(StagedBackbone):
   """Swin Transformer for image classification (module docstring).
 
-  Attributes:
-    num_classes: size of the zero-initialised head (0 = no head, features).
+  Attributes (besides `StagedBackbone`'s: num_classes, depths, num_heads,
+  mlp_ratio, patch_size, block, encoder):
     embed_dim: width of the first stage (doubled by each merge).
-    depths, num_heads: blocks and attention heads per stage.
-    patch_size: side of the patch partition's convolution (and stride).
     window_size: side of the attention windows.
-    mlp_ratio: MLP width / token width.
     merge: patch merging, "linear" (Swin) or "conv" (LipsFormer, §4.2).
     relative_position_bias: Swin's learned relative position bias in every
       block (`attention.base.Attention.relative_position_bias`); set here,
       not in `model.attention`.
-    (the blocks' `norm_epsilon`, `block_options`, is also the ε of the
-    stem's, the merges' and the final norm, as the ViT's final norm takes it.)
-    dropout_rate, attention_dropout_rate: as the ViT's.
-    drop_path_rate: the largest drop-path rate, linear from 0 over all
-      blocks of all stages (Swin; `Encoder.drop_path_rates` per stage).
-    attention, attention_kwargs, norm, block_options, kernel_init,
-    encoder_mode, encoder_unroll, encoder_residuals, remat, dtype,
-    param_dtype: as `models.vit.ViT`'s (block_options may not set the fields
-      Swin sets per stage: `BLOCK_FIELDS_SET_BY_MODEL`).
+  The blocks' norm and `norm_epsilon` (`block`) are also the stem's, the
+  merges' and the final norm's; `encoder.drop_path_rate` is the largest
+  drop-path rate, linear from 0 over all blocks of all stages (Swin).
   """
-  BLOCK_FIELDS_SET_BY_MODEL: ClassVar[tuple[str, ...]] = (
-      "mlp_dim", "window_shift", "stripe_width")
-
-  num_classes: int
   embed_dim: int = 96
-  depths: tuple[int, ...] = (2, 2, 6, 2)
-  num_heads: tuple[int, ...] = (3, 6, 12, 24)
-  patch_size: int = 4
   window_size: int = 7
-  mlp_ratio: float = 4.0
   merge: str = "linear"
   relative_position_bias: bool = True
-  dropout_rate: float = Block.dropout_rate
-  attention_dropout_rate: float = Block.attention_dropout_rate
-  drop_path_rate: float = 0.0
-  attention: str = Block.attention
-  attention_kwargs: Mapping[str, Any] | None = None
-  norm: str = Block.norm
-  block_options: Mapping[str, Any] | None = None
-  encoder_mode: str = "scan"
-  encoder_unroll: int = 1
-  encoder_residuals: str | None = None
-  remat: bool = False
-  kernel_init: str = Block.kernel_init
-  dtype: Any = Block.dtype
-  param_dtype: Any = Block.param_dtype
 
   def check_options(self, height: int, width: int) -> None:
     """Raises ValueError naming the field for settings Swin cannot run."""
-    if len(self.depths) != len(self.num_heads) or not self.depths:
-      raise ValueError(f"model.depths={tuple(self.depths)} and model.num_heads="
-                       f"{tuple(self.num_heads)} need one entry per stage each")
-    for field in ("embed_dim", "patch_size", "window_size"):
-      if getattr(self, field) <= 0:
-        raise ValueError(f"model.{field}={getattr(self, field)} must be positive")
-    if min(self.depths) <= 0 or min(self.num_heads) <= 0:
-      raise ValueError(f"model.depths={tuple(self.depths)} and model.num_heads="
-                       f"{tuple(self.num_heads)} must be positive")
+    self.check_stages()
+    self.check_positive("embed_dim", "window_size")
     if self.merge not in MERGES:
       raise ValueError(f"model.merge={self.merge!r}; choose one of {list(MERGES)}")
-    for field in ("dropout_rate", "attention_dropout_rate", "drop_path_rate"):
-      if not 0.0 <= getattr(self, field) < 1.0:
-        raise ValueError(f"model.{field}={getattr(self, field)} must be in [0, 1)")
-    if "relative_position_bias" in (self.attention_kwargs or {}):
+    if "relative_position_bias" in self.block.attention_kwargs:
       raise ValueError("model.attention.relative_position_bias is set by Swin: use "
                        "model.relative_position_bias")
-    if get_attention(self.attention).initial_state(1, 1, 1) is not None:
+    if self.block.stateful:
       raise ValueError(
-          f"model.attention.name={self.attention!r} carries a score memory from layer to "
-          "layer; Swin's stages differ in token count (patch merging) and attend within "
+          f"model.attention.name={self.block.attention!r} carries a score memory from layer "
+          "to layer; Swin's stages differ in token count (patch merging) and attend within "
           "windows, and the score memory cannot cross stages whose token counts differ: "
           "use a stateless variant")
     side = self.patch_size * 2 ** (len(self.depths) - 1)
@@ -257,64 +198,38 @@ class Swin(nn.Module):
         raise ValueError(f"model.window_size={self.window_size} does not tile stage {s}'s "
                          f"{grid[0]}x{grid[1]} token grid at image size {height}x{width}")
 
-  def norm_epsilon(self) -> float:
-    """The blocks' norm ε (`block_options`, else Block's default)."""
-    return Block.settings(dict(self.block_options or {}))["norm_epsilon"]
-
   def stage_width(self, stage: int) -> int:
     return self.embed_dim * 2 ** stage
 
-  def block_fields(self, stage: int) -> dict[str, Any]:
-    """The Block fields of every block of `stage` (windows and layout added by the stage)."""
-    width = self.stage_width(stage)
-    return dict(
-        num_heads=self.num_heads[stage], mlp_dim=int(width * self.mlp_ratio),
-        attention=self.attention,
-        attention_kwargs=dict(self.attention_kwargs or {},
-                              relative_position_bias=self.relative_position_bias),
-        norm=self.norm, dropout_rate=self.dropout_rate,
-        attention_dropout_rate=self.attention_dropout_rate, kernel_init=self.kernel_init,
-        dtype=self.dtype, param_dtype=self.param_dtype, **dict(self.block_options or {}))
+  def stage_block(self, stage: int, width: int) -> BlockSpec:
+    """The stage's BlockSpec, with Swin's relative position bias."""
+    block = super().stage_block(stage, width)
+    return block.replace(attention_kwargs=dict(
+        block.attention_kwargs, relative_position_bias=self.relative_position_bias))
 
   @nn.compact
   def __call__(self, images, *, train: bool = False):
     """images: (B, H, W, C) -> logits (B, num_classes), float32 (features
     (B, D), float32, when num_classes is 0)."""
     self.check_options(*images.shape[1:3])
-    stem_init = (get_initializer("spectral") if self.kernel_init == "spectral"
-                 else nn.initializers.lecun_normal())
+    block = self.block
     x = nn.Conv(self.embed_dim, (self.patch_size,) * 2, strides=self.patch_size,
-                padding="VALID", kernel_init=stem_init, dtype=self.dtype,
-                param_dtype=self.param_dtype, name="embedding")(images.astype(self.dtype))
-    x = make_norm(self.norm, self.norm_epsilon(), dtype=self.dtype, param_dtype=self.param_dtype,
-                  name="embedding_norm")(x)
-    x = nn.Dropout(self.dropout_rate)(x, deterministic=not train)
+                padding="VALID", kernel_init=get_initializer(stem_initializer(block.kernel_init)),
+                dtype=block.dtype, param_dtype=block.param_dtype,
+                name="embedding")(images.astype(block.dtype))
+    x = make_norm(block.norm, block.norm_epsilon, dtype=block.dtype,
+                  param_dtype=block.param_dtype, name="embedding_norm")(x)
+    x = nn.Dropout(block.dropout_rate)(x, deterministic=not train)
+    for s, (depth, rates) in enumerate(zip(self.depths, self.drop_path_rates())):
+      width = self.stage_width(s)
+      x = SwinStage(depth=depth, width=width, block=self.stage_block(s, width),
+                    encoder=self.encoder, window_size=self.window_size,
+                    merge=self.merge if s else None, drop_path_rates=rates,
+                    deterministic=not train, name=f"stage_{s}")(x)
+    x = make_norm(block.norm, block.norm_epsilon, dtype=block.dtype,
+                  param_dtype=block.param_dtype, name="norm")(x)
+    return self.classify(x.reshape(x.shape[0], -1, x.shape[-1]), "mean")
 
-    rates = linear_drop_path_rates(self.drop_path_rate, sum(self.depths))
-    start = 0
-    for s, depth in enumerate(self.depths):
-      x = SwinStage(depth=depth, width=self.stage_width(s), block_kwargs=self.block_fields(s),
-                    window_size=self.window_size, merge=self.merge if s else None,
-                    merge_norm_epsilon=self.norm_epsilon(), kernel_init=self.kernel_init,
-                    drop_path_rates=rates[start:start + depth],
-                    encoder_mode=self.encoder_mode, encoder_unroll=self.encoder_unroll,
-                    encoder_residuals=self.encoder_residuals, remat=self.remat,
-                    deterministic=not train, dtype=self.dtype, param_dtype=self.param_dtype,
-                    name=f"stage_{s}")(x)
-      start += depth
-
-    x = make_norm(self.norm, self.norm_epsilon(), dtype=self.dtype, param_dtype=self.param_dtype,
-                  name="norm")(x)
-    x = x.astype(jnp.promote_types(self.dtype, jnp.float32))   # pool and head in float32
-    x = x.reshape(x.shape[0], -1, x.shape[-1]).mean(axis=1)    # (B, D)
-    self.sow("intermediates", "pre_logits", x)
-    if not self.num_classes:
-      return x
-    return nn.Dense(self.num_classes, kernel_init=nn.initializers.zeros,
-                    dtype=x.dtype, param_dtype=self.param_dtype, name="head")(x)
-
-
-MODEL = Swin
 
 _SWIN_BLOCK = dict(mlp_activation="gelu_erf", norm_epsilon=SWIN_NORM_EPSILON)
 # LipsFormer-Swin-T: α = 1/L, L = sum(depths) = 12 blocks (paper 001 Table 6; the
@@ -338,3 +253,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
                    conv_block=True, conv_kernel_size=7, drop_path_rescale=False,
                    mlp_activation="gelu_erf")),
 }
+
+
+register_models(Swin, VARIANTS)

@@ -13,9 +13,9 @@ Patch sizes 16 and 32 are for ImageNet-sized inputs; 2, 4 and 8 for CIFAR (32²)
 and digits (8²).
 
 The hierarchical and class-attention backbones the papers also report on have
-names of their own (`BACKBONE_NAMES`): each belongs to a family module
-(`vit_spectral.models.<family>`) that defines the model class (`MODEL`) and
-the fields of each name (`VARIANTS`); `models.build` resolves them.
+names of their own: each family module (`vit_spectral.models.<family>`)
+registers its names beside its model class (`models.backbone.register_models`,
+`registered_model_names()` lists every name); `models.build` resolves them.
 """
 
 from __future__ import annotations
@@ -30,19 +30,10 @@ PATCH_SIZES = (2, 4, 8, 16, 32)
 MODEL_NAMES = tuple(f"{s}/{p}" for s in SIZES for p in PATCH_SIZES)
 
 
-# Registered names of the other backbones -> their family module under vit_spectral.models.
-BACKBONE_NAMES: dict[str, str] = {
-    "Swin-T": "swin", "Swin-S": "swin", "Swin-B": "swin", "LipsFormer-Swin-T": "swin",
-    "CaiT-XXS24": "cait", "CaiT-S24": "cait",
-    "CSwin-T": "cswin", "CSwin-S": "cswin", "CSwin-B": "cswin",
-    "LipsFormer-CSwin-T": "cswin", "LipsFormer-CSwin-S": "cswin", "LipsFormer-CSwin-B": "cswin",
-}
-
-
 def variant_fields(name: str) -> dict[str, int]:
   """"S/16" -> dict(hidden_size=384, depth=12, num_heads=6, mlp_dim=1536, patch_size=16)."""
   if name not in MODEL_NAMES:
     raise ValueError(f"model.variant={name!r} is not a registered ViT name; "
-                     f"choose one of {list(MODEL_NAMES) + list(BACKBONE_NAMES)}")
+                     f"choose one of {list(MODEL_NAMES)}")
   size, patch = name.split("/")
   return dict(SIZES[size], patch_size=int(patch))
