@@ -34,7 +34,7 @@ import numpy as np
 from vit_spectral.attention.cosine import CosineAttention
 from vit_spectral.layers.spectral_init import kernel_matrix
 from vit_spectral.models.layouts import layer_fields, layer_trees
-from vit_spectral.models.vit import Block, BranchSpec
+from vit_spectral.models.specs import BlockSpec, BranchSpec
 
 NORM_KINDS = ("2", "inf")
 
@@ -224,22 +224,24 @@ def block_branches(block_params: Mapping[str, Any], block_fields: Mapping[str, A
                    num_tokens: int, include_norms: bool = True) -> list[Branch]:
   """The residual branches of one `Block` (loop-layout parameters).
 
-  The branches and where their norms sit come from `Block.branches` (the
+  The branches and where their norms sit come from `BlockSpec.branches` (the
   block's own description), not from parameter names.
 
   Args:
     block_params: the block's parameters ("encoderblock_i" subtree).
-    block_fields: the `Block` fields (attention, attention_kwargs, norm,
-      block_order, residual_alpha, conv_block, ...), e.g. `ViT` fields merged
-      with its `block_options`.
+    block_fields: the `BlockSpec` fields (attention, attention_kwargs, norm,
+      block_order, residual_alpha, conv_block, ...), e.g. an entry of
+      `models.layouts.layer_fields(model)`; other keys are ignored.
     num_tokens: N, tokens per image (CLS included).
     include_norms: count the norms' Lipschitz constants (a pre-norm inside f,
       a post-norm after the residual sum; a branch without a norm counts
       none); False = the paper's simplification that CenterNorm is 1-Lipschitz.
   """
-  block_fields = Block.settings(block_fields)
+  names = {f.name for f in dataclasses.fields(BlockSpec)}
+  block = BlockSpec(**{k: v for k, v in block_fields.items() if k in names})
+  block_fields = block.as_dict()
   branches = []
-  for spec in Block.branches(block_fields):
+  for spec in block.branches():
     if not spec.residual:
       raise ValueError(f"model.block.attention_residual="
                        f"{block_fields['attention_residual']!r}: the attention output "

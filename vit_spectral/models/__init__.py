@@ -16,6 +16,8 @@ from vit_spectral.models.layouts import (Layout, layer_fields, layer_specs_of, l
                                          loop_to_scan, model_layout, scan_to_loop, to_layout,
                                          tree_layout, with_layer_trees)
 from vit_spectral.models.pretrained import LoadReport, load_big_vision, load_into, load_timm
+# The converters of the other families register themselves with `pretrained`.
+from vit_spectral.models import cait_timm, swin_timm  # noqa: F401,E402  isort: skip
 from vit_spectral.models.specs import BlockSpec, EncoderSpec
 from vit_spectral.models.swin import Swin
 from vit_spectral.models.token_layouts import StripeLayout, TokenLayout, WindowLayout

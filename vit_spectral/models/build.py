@@ -254,8 +254,26 @@ def _field(cls: type, name: str) -> dataclasses.Field:
   return next(f for f in dataclasses.fields(cls) if f.name == name)
 
 
+@dataclasses.dataclass(frozen=True)
+class ModelSpec:
+  """`config.model`, converted: the model class and its fields (its own, the
+  `BlockSpec` "block" and the `EncoderSpec` "encoder"), checked. A run makes
+  it once, where it starts (`training.run_settings.training_settings`), and
+  builds its model from it (`build`), with the data set's classes."""
+  model_class: type
+  fields: Mapping[str, Any]
+
+  def build(self, num_classes: int) -> Any:
+    return self.model_class(num_classes=num_classes, **self.fields)
+
+
+def model_spec(model_config: Mapping[str, Any]) -> ModelSpec:
+  """`config.model` -> `ModelSpec` (raises ValueError naming a bad field)."""
+  cfg = dict(plain(model_config))
+  return ModelSpec(model_class(cfg.get("variant")), model_kwargs(cfg))
+
+
 def build_model(model_config: Mapping[str, Any], num_classes: int) -> Any:
   """The model described by `config.model` (the ViT, or the class
   `model.variant` names), with a `num_classes` head."""
-  cfg = dict(plain(model_config))
-  return model_class(cfg.get("variant"))(num_classes=num_classes, **model_kwargs(cfg))
+  return model_spec(model_config).build(num_classes)

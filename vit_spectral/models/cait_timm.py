@@ -42,7 +42,7 @@ from vit_spectral.models import posemb as posemb_lib
 from vit_spectral.models.build import build_model
 from vit_spectral.models.cait import VARIANTS, CaiT
 from vit_spectral.models.layouts import to_layout, tree_layout
-from vit_spectral.models.pretrained import flat_paths, nest_paths
+from vit_spectral.models.pretrained import flat_paths, nest_paths, register_timm_converter
 
 __all__ = ["TIMM_NAMES", "load_timm", "timm_params"]
 
@@ -251,3 +251,5 @@ def _initialise_missing(model: CaiT, params: Mapping[str, Any], image_size: int)
   run = jax.jit(lambda p, x: model.apply({"params": p}, x, rngs={"params": jax.random.key(0)},
                                          mutable=["params"])[1]["params"])
   return jax.tree_util.tree_map(np.asarray, run(params, image))
+
+register_timm_converter("cait_", load_timm, CaiT, timm_params)

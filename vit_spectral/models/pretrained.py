@@ -14,7 +14,7 @@ start at their initial values, which are zero for both (paper 000), so the
 converted model computes the pretrained function until they train.
 
 `load_into` (`config.init_from`) fits a checkpoint to a model the config
-built: the ViT, or a family of `LOAD_INTO_FAMILIES` (CaiT, whose timm
+built: the ViT, or a family with a registered converter (CaiT, whose timm
 checkpoints `cait_timm.timm_params` converts).
 
 What makes the converted model compute the anchor's function:
@@ -47,7 +47,6 @@ a representation layer, a MAP head, ...) stop the load.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import re
 from typing import Any, Callable, Mapping
 
@@ -60,22 +59,36 @@ from vit_spectral import errors
 from vit_spectral.models import posemb as posemb_lib
 from vit_spectral.models.build import build_model
 from vit_spectral.models.layouts import to_layout, tree_layout
+from vit_spectral.models.backbone import StagedBackbone
+from vit_spectral.models.specs import BlockSpec, EncoderSpec
 from vit_spectral.models.variants import SIZES, variant_fields
 from vit_spectral.models.vit import ViT
 from vit_spectral.models.weight_files import read_weights
 
-# timm architecture-name prefixes of the other backbones -> our converter module
-# (vit_spectral.models.<module>, with `TIMM_NAMES` and `load_timm(weights, name, ...)`).
-TIMM_FAMILIES = {"swin_": "swin_timm", "cait_": "cait_timm"}
-# Model classes besides the ViT that `load_into` (config.init_from) fits ->
-# the converter module whose `timm_params(weights, num_heads)` reads their timm
-# checkpoints. Swin is not among them: its stages and relative position tables
-# are fitted by `swin_timm.load_timm` only.
-LOAD_INTO_FAMILIES = {"CaiT": "cait_timm"}
+# The other backbones' converters register themselves (`register_timm_converter`,
+# in models/cait_timm.py and models/swin_timm.py):
+# timm architecture-name prefix -> that family's `load_timm(weights, name, ...)`;
+_TIMM_LOADERS: dict[str, Callable[..., Any]] = {}
+# model class besides the ViT that `load_into` (config.init_from) fits -> the
+# `timm_params(weights, num_heads)` that reads its timm checkpoints. Swin is
+# not among them: its stages and relative position tables are fitted by
+# `swin_timm.load_timm` only.
+_LOAD_INTO: dict[type, Callable[..., Any]] = {}
 
-__all__ = ["FORMATS", "LOAD_INTO_FAMILIES", "LoadReport", "TIMM_FAMILIES", "flat_paths",
-           "nest_paths", "big_vision_params", "load_big_vision", "load_into", "load_timm",
+__all__ = ["FORMATS", "LoadReport", "flat_paths", "nest_paths", "big_vision_params",
+           "load_big_vision", "load_into", "load_timm", "register_timm_converter",
            "timm_model_config", "timm_params"]
+
+
+def register_timm_converter(prefix: str, load_timm_fn: Callable[..., Any],
+                            model_class: type | None = None,
+                            timm_params_fn: Callable[..., Any] | None = None) -> None:
+  """A backbone family's timm converter: `load_timm` hands names starting
+  with `prefix` to `load_timm_fn`; with `model_class`, `load_into` reads that
+  class's timm checkpoints with `timm_params_fn(weights, num_heads)`."""
+  _TIMM_LOADERS[prefix] = load_timm_fn
+  if model_class is not None:
+    _LOAD_INTO[model_class] = timm_params_fn
 
 FORMATS = ("timm", "big_vision", "vit_spectral")
 # How each format's position embedding is resampled (models.posemb).
@@ -358,21 +371,28 @@ def _plain_paths(model: Any, image_size: int) -> set[str]:
   """The parameter paths of the plain model of `model`'s shape (loop layout):
   what a checkpoint of that architecture must provide. Mechanisms added on
   top (AttnScale, FeatScale, ...) add paths beyond these. For another family
-  (`LOAD_INTO_FAMILIES`): `model` with the default attention and no block
+  (a registered converter's): `model` with the default attention and no block
   options or layer overrides (its own fields, e.g. CaiT's talking heads and
   class stage, stay)."""
+  block = BlockSpec(**dict(getattr(type(model), "BLOCK_DEFAULTS", {}),
+                           **{f: getattr(model.block, f)
+                              for f in type(model).TOP_LEVEL_BLOCK_FIELDS}))
   if isinstance(model, ViT):
     plain = ViT(num_classes=model.num_classes, patch_size=model.patch_size,
-                hidden_size=model.hidden_size, depth=model.depth, num_heads=model.num_heads,
-                mlp_dim=model.mlp_dim, stem=model.stem, pooling=model.pooling,
-                posemb=model.posemb, norm=model.norm, encoder_mode="loop")
+                hidden_size=model.hidden_size, depth=model.depth, stem=model.stem,
+                pooling=model.pooling, posemb=model.posemb, block=block,
+                encoder=EncoderSpec(mode="loop"))
   else:
-    plain = model.clone(parent=None, attention=ViT.attention, attention_kwargs=None,
-                        block_options=None, layer_overrides=None, encoder_mode="loop",
-                        encoder_unroll=1)
+    changes = {"layer_overrides": None} if hasattr(model, "layer_overrides") else {}
+    plain = model.clone(parent=None, block=block, encoder=EncoderSpec(mode="loop"), **changes)
   image = jax.ShapeDtypeStruct((1, image_size, image_size, 3), jnp.float32)
   shapes = jax.eval_shape(lambda x: plain.init(jax.random.key(0), x), image)
   return set(flat_paths(shapes["params"]))
+
+
+def _num_heads(model: Any):
+  """A hierarchical backbone's heads per stage, else the blocks' heads."""
+  return model.num_heads if isinstance(model, StagedBackbone) else model.block.num_heads
 
 
 def _num_prefix(model: Any) -> int:
@@ -467,11 +487,13 @@ def _convert(source: Any, format: str, model: Any) -> tuple[dict, dict, list]:
                      "loads from 'timm' or 'vit_spectral'")
   weights = read_weights(source)
   if not isinstance(model, ViT):    # the family's converter (strict: unknown tensors raise)
-    converter = importlib.import_module(f"vit_spectral.models.{LOAD_INTO_FAMILIES[family]}")
-    converted, names = converter.timm_params(weights, model.num_heads)
+    if type(model) not in _LOAD_INTO:
+      raise ValueError(f"config.init_from cannot fit a {family}: no timm converter for it is "
+                       f"registered (those that are: {[c.__name__ for c in _LOAD_INTO]})")
+    converted, names = _LOAD_INTO[type(model)](weights, _num_heads(model))
     return converted, names, []
   if format == "timm":
-    return timm_params(weights, model.num_heads)
+    return timm_params(weights, _num_heads(model))
   return big_vision_params(weights, _num_prefix(model))
 
 
@@ -485,7 +507,7 @@ def load_into(source: Any, format: str, model: Any, init_params: Mapping[str, An
       encoder layout (`training.checkpointing.latest_params`).
     format: one of FORMATS.
     model: the model the parameters are for: the ViT or a class of
-      LOAD_INTO_FAMILIES (CaiT: timm's `cait_*` checkpoints, through
+      a registered converter's class (CaiT: timm's `cait_*` checkpoints, through
       `cait_timm.timm_params`; its position embedding has no CLS row).
     init_params: its freshly initialised params (any layout): their values
       fill what the source lacks (mechanism parameters, the head with
@@ -545,7 +567,7 @@ def _source_grid_size(converted: Mapping[str, np.ndarray], patch_size: int,
 
 def load_timm(source: Any, name: str, *, image_size: int | None = None,
               **model_overrides: Any) -> tuple[ViT, dict[str, Any]]:
-  """A timm ViT / DeiT (or Swin, CaiT: `TIMM_FAMILIES`) checkpoint as
+  """A timm ViT / DeiT (or Swin, CaiT: their registered converters) checkpoint as
   (model, variables).
 
   Args:
@@ -569,12 +591,10 @@ def load_timm(source: Any, name: str, *, image_size: int | None = None,
   Raises:
     errors.WeightsMismatchError: see the module docstring.
   """
-  family = next((m for prefix, m in TIMM_FAMILIES.items()
+  loader = next((fn for prefix, fn in _TIMM_LOADERS.items()
                  if name.split(".")[0].startswith(prefix)), None)
-  if family is not None:    # Swin, CaiT: their own converters (same contract)
-    converter = importlib.import_module(f"vit_spectral.models.{family}")
-    return converter.load_timm(read_weights(source), name, image_size=image_size,
-                               **model_overrides)
+  if loader is not None:    # Swin, CaiT: their own converters (same contract)
+    return loader(read_weights(source), name, image_size=image_size, **model_overrides)
   config = timm_model_config(name)
   converted, names, unused = timm_params(read_weights(source), config["num_heads"])
   return _load_checked(converted, names, unused, config, image_size, "bicubic",

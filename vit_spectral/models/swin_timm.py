@@ -39,7 +39,7 @@ from vit_spectral import errors
 from vit_spectral.layers.windows import relative_position_index
 from vit_spectral.models.build import build_model
 from vit_spectral.models.layouts import to_layout, tree_layout
-from vit_spectral.models.pretrained import flat_paths, nest_paths
+from vit_spectral.models.pretrained import flat_paths, nest_paths, register_timm_converter
 
 __all__ = ["TIMM_NAMES", "load_timm", "timm_swin_params"]
 
@@ -227,3 +227,5 @@ def load_timm(weights: Mapping[str, np.ndarray], name: str, *, image_size: int |
     logging.warning("pretrained: unused tensors of %s: %s", name, unused)
   params = _as_layout_of(nest_paths(flat), abstract)
   return model, {"params": jax.tree_util.tree_map(jnp.asarray, params)}
+
+register_timm_converter("swin_", load_timm)

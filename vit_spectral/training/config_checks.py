@@ -22,15 +22,17 @@ from absl import logging
 
 from vit_spectral import settings as settings_lib
 from vit_spectral.data.input_settings import InputSettings
-from vit_spectral.models.build import build_model
+from vit_spectral.models.build import ModelSpec
 from vit_spectral.training.optim import check_schedule_length
 from vit_spectral.training.run_settings import TrainingSettings, training_settings
 from vit_spectral.training.sharding import MeshSettings
 
 
-def validate_model(model_config, image_size: int, channels: int = 3) -> None:
-  """Checks `config.model` on an image_size² input with `channels` channels."""
-  model = build_model(model_config, num_classes=1)
+def validate_model(model: ModelSpec, image_size: int, channels: int = 3) -> None:
+  """Checks the converted `config.model` (`TrainingSettings.model`) on an
+  image_size² input with `channels` channels (an abstract init: what depends
+  on the input, e.g. the patch size dividing the image)."""
+  model = model.build(num_classes=1)
   image = jax.ShapeDtypeStruct((1, image_size, image_size, channels), jnp.float32)
   try:
     jax.eval_shape(lambda x: model.init(jax.random.key(0), x, train=False), image)
@@ -112,7 +114,6 @@ def validate_config(config, num_devices: int | None = None) -> TrainingSettings:
     config: the training config.
     num_devices: devices the mesh spans (default: all, `jax.device_count()`).
   """
-  settings_lib.require("model" in config, "config.model is missing")
   sections = training_settings(config)
   num_devices = jax.device_count() if num_devices is None else num_devices
   check_train_batch(sections.input, sections.mesh, num_devices, jax.process_count())
@@ -126,5 +127,5 @@ def validate_config(config, num_devices: int | None = None) -> TrainingSettings:
       not (sections.robustness.enabled and sections.robustness.use_ema)
       or sections.run.uses_ema,
       "robustness.use_ema=True needs config.ema_decay > 0")
-  validate_model(config.model, sections.input.image_size, len(sections.input.mean))
+  validate_model(sections.model, sections.input.image_size, len(sections.input.mean))
   return sections

@@ -49,7 +49,7 @@ class DryRunReport:
       where the backend gives no cost analysis). XLA counts a loop's body
       once: with a scanned encoder, that is one block of `scanned_depth`.
     scanned_depth: the encoder's depth when it is a scan over >1 blocks
-      (model.encoder_mode="scan"), else None.
+      (model.encoder.mode="scan"), else None.
     memory: bytes per device of the compiled step: argument, output, temp,
       alias (outputs written into donated arguments) and total = argument +
       output + temp - alias.
@@ -174,7 +174,7 @@ def dry_run(config: Any, devices: Sequence[jax.Device] | None = None) -> DryRunR
 
 def _scanned_depth(model) -> int | None:
   depth = getattr(model, "depth", None)    # None: a backbone of stages (Swin), no one depth
-  scanned = depth is not None and model.encoder_mode == "scan" and depth > 1
+  scanned = depth is not None and model.encoder.mode == "scan" and depth > 1
   return depth if scanned else None
 
 

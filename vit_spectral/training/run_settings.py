@@ -5,9 +5,9 @@ A config holds sections (`input`, `model`, `optim`, `mixup`, `robustness`,
 the trainer reads. `RunSettings` is the one definition of those: fields,
 defaults and checks. Each duration may be given in steps or in epochs, never
 both (`vit_spectral.training.durations` converts epochs to steps).
-`training_settings(config)` converts the top level and every section but
-`model` once (an unknown top-level key raises); `config.model` is converted
-by `models.build`.
+`training_settings(config)` converts the top level and every section once
+(an unknown top-level key raises); `config.model` becomes a
+`models.build.ModelSpec` there, the one conversion of a run.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 
 from vit_spectral import settings as settings_lib
 from vit_spectral.data.input_settings import InputSettings, input_settings
+from vit_spectral.models.build import ModelSpec, model_spec
 from vit_spectral.training.diagnostics import DiagnosticsSettings
 from vit_spectral.training.init_from import InitFromSettings
 from vit_spectral.training.mixing import MixSettings
@@ -115,8 +116,10 @@ def run_settings(config: Any) -> RunSettings:
 
 @dataclasses.dataclass(frozen=True)
 class TrainingSettings:
-  """The typed sections of one config (all but `model`)."""
+  """The typed sections of one config; `model` is `config.model` converted
+  once (`models.build.ModelSpec`)."""
 
+  model: ModelSpec
   run: RunSettings
   input: InputSettings
   optim: OptimSettings
@@ -142,5 +145,6 @@ def training_settings(config: Any) -> TrainingSettings:
                                 ("robustness", RobustnessSettings),
                                 ("init_from", InitFromSettings), ("mesh", MeshSettings),
                                 ("diagnostics", DiagnosticsSettings))}
-  return TrainingSettings(run=run_settings(config), input=input_settings(config.input),
-                          **sections)
+  settings_lib.require("model" in config, "config.model is missing")
+  return TrainingSettings(model=model_spec(config.model), run=run_settings(config),
+                          input=input_settings(config.input), **sections)

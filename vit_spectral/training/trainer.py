@@ -44,7 +44,7 @@ from vit_spectral.training import device_prefetch, diagnostics
 from vit_spectral.training import workdir_lock
 from vit_spectral import errors
 from vit_spectral.data import input_pipeline
-from vit_spectral.models import build_model
+from vit_spectral.models.build import ModelSpec
 from vit_spectral.training.run_settings import RunSettings, TrainingSettings, run_settings
 from vit_spectral.training.train_state import TrainState
 
@@ -120,7 +120,7 @@ class ShardedSteps:
   """The model's state and steps, laid out on a mesh (`sharded_steps`).
 
   Attributes:
-    model: the ViT (`models.build_model`).
+    model: the model (`TrainingSettings.model` built with the data set's classes).
     init: rng -> TrainState (params, optimizer state, EMA copy).
     state_from_params: params -> the step-0 TrainState holding them (fresh
       optimizer state, EMA = params): fine-tuning's start (`initial_state`).
@@ -147,7 +147,7 @@ def count_params(params: Any) -> int:
   return sum(int(np.prod(x.shape)) for x in jax.tree_util.tree_leaves(params))
 
 
-def sharded_steps(model_config, run: RunSettings, optim_settings: optim.OptimSettings,
+def sharded_steps(model_spec: ModelSpec, run: RunSettings, optim_settings: optim.OptimSettings,
                   mix_settings: mixing.MixSettings, mesh, meta: input_pipeline.DatasetMeta,
                   *, batch_size: int) -> ShardedSteps:
   """Builds the model and optimizer and jits the steps with explicit shardings.
@@ -155,7 +155,7 @@ def sharded_steps(model_config, run: RunSettings, optim_settings: optim.OptimSet
   `run` and `optim_settings` have their durations in steps
   (`durations.resolve`); `meta` gives the classes and image shape.
   """
-  model = build_model(model_config, meta.num_classes)
+  model = model_spec.build(meta.num_classes)
   tx, schedule = optim.make_optimizer(optim_settings, run.total_steps,
                                       batch_size=batch_size)
   init_rng, dropout_rng = jax.random.split(jax.random.key(run.seed))
@@ -274,7 +274,7 @@ def set_up(config, devices=None,
   except ValueError as e:  # the sections' checks: one line naming the field
     raise errors.ConfigError(str(e)) from e
   # Outside the checks: an error here is the code's, and keeps its traceback.
-  steps_on_mesh = sharded_steps(config.model, run, optim_settings, sections.mixup, mesh,
+  steps_on_mesh = sharded_steps(sections.model, run, optim_settings, sections.mixup, mesh,
                                 meta, batch_size=sections.input.batch_size)
   return RunSetup(sections, mesh, meta, run, steps_on_mesh)
 
