@@ -39,13 +39,12 @@ the fast form exact; the paper's DeiT recipes use no attention dropout.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Mapping
 
 import flax.linen as nn
 import jax.numpy as jnp
 
-from vit_spectral.attention.base import Attention, apply_weights, scaled_dot_logits
-from vit_spectral.attention.fused import fused_attention
+from vit_spectral.attention.base import Attention, apply_weights
 from vit_spectral.attention.registry import register_attention
 
 
@@ -148,41 +147,42 @@ def all_pass_rescale(mixed, v, omega, mask=None):
 class AttnScaleAttention(Attention):
   """Multi-head softmax attention with AttnScale (paper 000, eqs. 7–9).
 
-  Parameters: those of the baseline ("query", "key", "value", "out") plus
-  "omega", (num_heads,) zeros, so ω = 0 is exactly `dot_product` attention and
-  ω is never weight-decayed (1-D). The sown `attention_weights` are Â. Under a
-  mask the DC part is the mean over each query's allowed keys (module
-  docstring), so masked tokens never reach the output.
+  Parameters: "omega", (num_heads,) zeros, then those of the baseline
+  ("query", "key", "value", "out"), so ω = 0 is exactly `dot_product`
+  attention and ω is never weight-decayed (1-D). The sown `attention_weights`
+  are Â. Under a mask the DC part is the mean over each query's allowed keys
+  (module docstring), so masked tokens never reach the output.
 
-  Fused path (`implementation`, `attention.base`): A·V from
-  `attention.fused.fused_attention` (the same masked softmax(Q Kᵀ/√d_h)),
-  then `all_pass_rescale`'s (1 + ω)·(A·V) − ω·DC with the masked DC; neither A
-  nor Â is built or sown.
+  Hooks (`attention.base`): `prepare` creates ω; `rescale_mixed` turns the
+  mixed values A·V of either path into Â·V (`all_pass_rescale`: (1 + ω)·(A·V)
+  − ω·DC with the masked DC; on the explicit path that is `all_pass_apply`);
+  `sow_weights` records Â. Fused path (`implementation`): A·V from
+  `attention.fused.fused_attention` (the same masked softmax(Q Kᵀ/√d_h)), then
+  the same rescaling; neither A nor Â is built or sown.
+
+  Training diagnostics (`LOGGED_PARAMS`; paper 000, eq. 9, Fig. 6): per layer
+  "attn_scale_omega_mean", "_min" and "_max" over the heads' ω.
 
   Call contract: see `vit_spectral.attention.base`.
   """
   supports_fused: ClassVar[bool] = True
+  PARAM_AXES: ClassVar[Mapping[str, tuple[str | None, ...]]] = {"omega": ("heads",)}
+  LOGGED_PARAMS: ClassVar[Mapping[str, str]] = {"omega": "attn_scale_omega"}
 
-  @nn.compact
-  def __call__(self, x, state=None, mask=None):
-    """x: (B, T, D) -> ((B, T, D), state unchanged)."""
-    fused = self.use_fused()
-    omega = self.param("omega", nn.initializers.zeros, (self.num_heads,),
-                       self.param_dtype)
-    q, k, v = self.project_qkv(x)                                  # (B, T, H, Dh)
-    if fused:
-      mixed = fused_attention(q, k, v, bias=self.position_bias(), mask=mask,
-                              dtype=self.dtype)   # A·V
-      out = all_pass_rescale(mixed, v, omega, mask)
-    else:
-      weights = self.probabilities(scaled_dot_logits(q, k), mask)  # A, (B, H, T, T)
-      out = all_pass_apply(weights, v, omega, mask)
-    out = self.add_lepe(out, v)          # LePE (`lepe`) on top of Â·V, else unchanged
-    return self.project_out(out, x.shape[-1]), state
+  def omega(self):
+    """ω, (H,): created by the first call (`prepare`, before the projections)."""
+    return self._shared_param("omega", nn.initializers.zeros, (self.num_heads,))
+
+  def prepare(self, x, state) -> None:
+    del x, state
+    self.omega()
+
+  def rescale_mixed(self, mixed, v, mask):
+    """A·V -> Â·V (eq. 9 through the fast form, module docstring)."""
+    return all_pass_rescale(mixed, v, self.omega(), mask)
 
   def sow_weights(self, weights, mask=None):
     """Records Â (not the softmax A) for the diagnostics, (B, H, T, T)."""
     # Â is an extra n×n array: build it only when someone collects it.
     if self.is_mutable_collection("intermediates"):
-      omega = self.get_variable("params", "omega")
-      super().sow_weights(all_pass_weights(weights, omega, mask))
+      super().sow_weights(all_pass_weights(weights, self.omega(), mask))

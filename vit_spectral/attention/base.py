@@ -1,17 +1,54 @@
-"""The call contract and shared pieces of every attention variant.
+"""The call contract, the one attention pipeline, and the shared pieces.
 
 Contract (what `models.vit.Block` relies on):
 
     attn = AttentionClass(num_heads=..., deterministic=..., grid_size=...,
                           num_prefix_tokens=..., dtype=..., param_dtype=...,
                           **variant_kwargs)
-    y, new_state = attn(x, state, mask=None)
+    y, new_state = attn(x, state, mask=None)          # + skip=... if mixes_skip
 
     x, y:   (B, T, D), T = num_prefix_tokens + grid_size[0] * grid_size[1]
     state:  whatever `AttentionClass.initial_state(B, T, num_heads)` returned for
             the first block (None for stateless variants), then the previous
             block's `new_state`. Carried in float32.
     mask:   optional bool (B or 1, 1 or heads, T, T); True = may attend.
+    skip:   (B, T, D), only for `mixes_skip` variants (others raise TypeError).
+
+The pipeline (`Attention.__call__`, the same for every variant; a variant
+overrides only the hooks where it differs, and never calls the fused path,
+`add_lepe` or `project_out` itself):
+
+    prepare(x, state)                 checks; parameters that come first
+    use_fused(carries_state())        fused or explicit (below)
+    mask = attention_mask(x, mask)    e.g. the relative variants' prefix rule
+    q, k, v = project(x)              (B, T, H, Dh) each; q, k None = scores
+                                      by position only; v None = `values(x)`
+                                      projected after the softmax
+    explicit:
+      logits = scores(q, k, x)        float32 (B or 1, H, T, S)
+      logits, new_state = update_state(logits, state, mask)   (Hopfield)
+      weights = probabilities(logits, mask)   bias, talking heads, mask,
+                                      softmax, sown, dropout
+      mixed = mix_values(weights, v)  A·V, (B, T, H, Dh)
+    fused:
+      q, k, scale, bias = fused_inputs(q, k, x)
+      mixed = fused_attention(q, k, head_values(v), scale, position_bias(bias), mask)
+      new_state = state
+    mixed = rescale_mixed(mixed, v, mask)   e.g. AttnScale's all-pass Â·V
+    mixed = add_lepe(mixed, v)              LePE (`lepe`)
+    y = project_out(scale_output(mixed, v)) e.g. cosine's ν and 1/K
+    return mix_skip(x, y, skip), new_state  e.g. Hopfield's α skip mix
+
+Parameter declarations: every module class that creates parameters states
+their logical axes beside them, `PARAM_AXES` (path relative to the module ->
+one logical name per dimension, from "embed" (the width D), "heads" (H),
+"head_dim" (Dh), "head_channels" (the heads' H·Dh channels, head major),
+"mlp", or None for a dimension of no such kind). `param_axes()` merges a
+class's with its bases'; `training.sharding` maps the names to mesh axes
+and never names a variant's parameter. A variant also declares the
+per-layer scalars the training diagnostics log for it: `LOGGED_PARAMS`
+(parameter path -> tag stem, logged as _mean, _min and _max) and
+`LOGGED_SOWN` (a scalar it sows in "intermediates" -> tag, its mean).
 
 Precision (`models.vit.ViT` states the policy): projections and the value
 mixing run in `dtype`; the scores are float32 (`scaled_dot_logits`), and
@@ -32,11 +69,11 @@ eigen-reparameterized for every variant alike with the shared field
 `value_output` (paper 003, §4; see `attention.value_output`).
 
 Locally-enhanced positional encoding (CSwin, Dong et al. 2022, §3.3), the
-shared field `lepe`: every variant hands its mixed values (the A·V of the
-explicit or the fused path) and the values V it mixed to `add_lepe`, which
-adds a depth-wise 3×3 convolution of V over the token grid,
-softmax(·)V + DWConv(V), before the output projection. Off (default): no
-parameters, the same numbers.
+shared field `lepe`: the pipeline hands the mixed values (the A·V of the
+explicit or the fused path, after `rescale_mixed`) and the values V that were
+mixed to `add_lepe`, which adds a depth-wise 3×3 convolution of V over the
+token grid, softmax(·)V + DWConv(V), before `scale_output` and the output
+projection. Off (default): no parameters, the same numbers.
 
 Implementation (the shared field `implementation`, one of IMPLEMENTATIONS):
 "explicit" builds the (B, H, T, T) map with einsums and sows it; "fused" asks
@@ -46,7 +83,9 @@ still forms the scores inside the step; its precision and masking match
 the explicit path's), which needs a variant that
 supports it (`supports_fused`) and a call where nobody reads the map: no
 "intermediates" collection, no active attention dropout, no carried state;
-"auto" (default) takes "fused" exactly when those hold. `use_fused` decides.
+"auto" (default) takes "fused" exactly when those hold. `use_fused` decides;
+the pipeline makes the one `fused_attention` call, with what `fused_inputs`
+gives.
 
 Talking heads (the shared field `talking_heads`, Shazeer et al. 2020, as CaiT
 uses it: timm's `TalkingHeadAttn`): `probabilities` mixes the heads twice, a
@@ -64,13 +103,14 @@ parameters, the numbers of before.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Mapping
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
 from vit_spectral.attention import value_output as vo
+from vit_spectral.attention.fused import fused_attention
 from vit_spectral.layers.grid_conv import GridConv
 from vit_spectral.layers.initializers import get_initializer
 from vit_spectral.layers.windows import relative_position_index
@@ -131,10 +171,47 @@ class Attention(nn.Module):
     updates_prefix_only: class constant; True = the queries are the prefix
       tokens only and the output is (B, num_prefix_tokens, D) (class
       attention), which a `Block` cannot use.
+    PARAM_AXES: class constant; the logical axes of the parameters this class
+      creates (module docstring), here the shared ones; `param_axes()` adds
+      the bases'.
+    LOGGED_PARAMS, LOGGED_SOWN: class constants; the per-layer scalars the
+      training diagnostics log for this variant (module docstring).
   """
   mixes_skip: ClassVar[bool] = False
   supports_fused: ClassVar[bool] = False
   updates_prefix_only: ClassVar[bool] = False
+
+  PARAM_AXES: ClassVar[Mapping[str, tuple[str | None, ...]]] = {
+      # Projections (D, H, Dh) and (H, Dh, D): one slice per head.
+      "query/kernel": ("embed", "heads", "head_dim"),
+      "query/bias": ("heads", "head_dim"),
+      "key/kernel": ("embed", "heads", "head_dim"),
+      "key/bias": ("heads", "head_dim"),
+      "value/kernel": ("embed", "heads", "head_dim"),
+      "value/bias": ("heads", "head_dim"),
+      "out/kernel": ("heads", "head_dim", "embed"),
+      "out/bias": ("embed",),          # added after the heads are summed
+      # Eigen value/output (paper 003): V_H and Θ (D, D) enter a QR or an
+      # inverse of the whole matrix; ψ (D,) scales W_proj's rows, the heads'
+      # channels (H·Dh, head major); the value bias is per head.
+      vo.THETA: ("embed", "embed"),
+      vo.VECTORS: ("embed", "embed"),
+      vo.PSI: ("head_channels",),
+      "value_bias": ("heads", "head_dim"),
+      "out_bias": ("embed",),
+      # LePE: a depth-wise conv of V, (3, 3, 1, H·Dh) and (H·Dh,).
+      "lepe/conv/kernel": (None, None, None, "head_channels"),
+      "lepe/conv/bias": ("head_channels",),
+      # Talking heads mix every head with every other: no axis splits them.
+      "talking_heads_logits/kernel": (None, None),
+      "talking_heads_logits/bias": (None,),
+      "talking_heads_weights/kernel": (None, None),
+      "talking_heads_weights/bias": (None,),
+      # Swin's table: one column per head over the (2R−1)(2C−1) offsets.
+      "relative_position_bias_table": (None, "heads"),
+  }
+  LOGGED_PARAMS: ClassVar[Mapping[str, str]] = {}
+  LOGGED_SOWN: ClassVar[Mapping[str, str]] = {}
 
   num_heads: int
   head_dim: int | None = None
@@ -161,6 +238,146 @@ class Attention(nn.Module):
     """The state handed to the first block; None = this variant is stateless."""
     del batch_size, num_tokens, num_heads
     return None
+
+  @classmethod
+  def param_axes(cls) -> dict[str, tuple[str | None, ...]]:
+    """Path (relative to the module) -> logical axes, of every parameter this
+    class may create: its `PARAM_AXES` merged over its bases' (a subclass's
+    entry wins)."""
+    merged = {}
+    for klass in reversed(cls.__mro__):
+      merged.update(vars(klass).get("PARAM_AXES", {}))
+    return merged
+
+  @nn.compact
+  def __call__(self, x, state=None, mask=None, skip=None):
+    """One attention layer: the pipeline of the module docstring.
+
+    Args:
+      x: (B, T, D) module input.
+      state: the carried state (module docstring); None for stateless variants.
+      mask: optional bool, broadcastable to (B, H, T, S); True = may attend.
+      skip: (B, T, D) the tensor a `mixes_skip` variant's own skip path mixes
+        in (None = x); other variants take none.
+
+    Returns:
+      y, (B, T, D) ((B, P, D) for `updates_prefix_only`), and the new state.
+    """
+    if skip is not None and not self.mixes_skip:
+      raise TypeError(f"{type(self).__name__} has no skip path (mixes_skip is False); "
+                      "call it without skip=")
+    self.prepare(x, state)
+    fused = self.use_fused(has_state=self.carries_state())
+    mask = self.attention_mask(x, mask)
+    q, k, v = self.project(x)                                # (B, T, H, Dh) each
+    if fused:
+      q, k, scale, bias = self.fused_inputs(q, k, x)
+      v = self.head_values(self.values(x) if v is None else v)
+      mixed = fused_attention(q, k, v, scale=scale, bias=self.position_bias(bias),
+                              mask=mask, dtype=self.dtype)
+      new_state = state
+    else:
+      logits = self.scores(q, k, x)                          # float32 (B or 1, H, T, S)
+      logits = jnp.broadcast_to(logits, (x.shape[0],) + logits.shape[1:])
+      logits, new_state = self.update_state(logits, state, mask)
+      weights = self.probabilities(logits, mask)             # (B, H, T, S)
+      v = self.values(x) if v is None else v
+      mixed = self.mix_values(weights, v)                    # (B, T, H, Dh)
+      v = self.head_values(v)
+    mixed = self.rescale_mixed(mixed, v, mask)
+    mixed = self.add_lepe(mixed, v)                          # LePE (`lepe`), else unchanged
+    y = self.project_out(self.scale_output(mixed, v), x.shape[-1])
+    return self.mix_skip(x, y, skip), new_state
+
+  # Hooks: a variant overrides only those where it differs. The defaults are
+  # multi-head softmax dot-product attention.
+
+  def prepare(self, x, state) -> None:
+    """Checks the variant's fields and the call, and creates the parameters
+    that come before the projections (their order draws their init keys).
+
+    Args:
+      x: (B, T, D) module input.
+      state: the state handed in.
+    """
+    del x, state
+
+  def carries_state(self) -> bool:
+    """Whether this call reads and hands on a state (then the map is needed:
+    no fused path, `use_fused(has_state=True)`)."""
+    return False
+
+  def attention_mask(self, x, mask):
+    """The mask both paths apply: the caller's (None allowed), bool
+    broadcastable to (B, H, T, S)."""
+    del x
+    return mask
+
+  def project(self, x):
+    """x: (B, T, D) -> q (B, T', H, Dh), k and v (B, T, H, Dh).
+
+    q and k may be None (scores by position only); v None = the values are
+    projected by `values(x)` where they are first needed (after the softmax
+    on the explicit path).
+    """
+    return self.project_qkv(x)
+
+  def scores(self, q, k, x):
+    """The explicit path's logits: float32 (B or 1, H, T', S) (the batch is
+    broadcast after). Default: q kᵀ / √Dh."""
+    del x
+    return scaled_dot_logits(q, k)
+
+  def fused_inputs(self, q, k, x):
+    """What the fused call takes instead of `scores`: (q, k, scale, bias),
+    `fused_attention(q, k, v, scale=scale, bias=bias)` computing the same
+    softmax as the explicit path (scale None = 1/√Dh; bias None or float32
+    broadcastable to (B, H, T', S), the position bias is added to it)."""
+    del x
+    return q, k, None, None
+
+  def update_state(self, logits, state, mask):
+    """Explicit path: (logits (B, H, T, S) float32, state handed in, mask) ->
+    (the logits the softmax reads, the state handed on). Default: both
+    unchanged."""
+    del mask
+    return logits, state
+
+  def values(self, x):
+    """x: (B, T, D) -> the values, when `project` deferred them (v None)."""
+    return self.project_value(x)
+
+  def mix_values(self, weights, v):
+    """weights (B, H, T', S), v as `project`/`values` gave it -> A·V (B, T', H, Dh)."""
+    return apply_weights(weights, v)
+
+  def head_values(self, v):
+    """v as `project`/`values` gave it -> (B, S, H, Dh), one value per head
+    (what the fused call mixes and LePE convolves)."""
+    return v
+
+  def rescale_mixed(self, mixed, v, mask):
+    """The mixed values A·V (B, T', H, Dh) -> what LePE is added to.
+
+    Args:
+      mixed: (B, T', H, Dh) from either path.
+      v: (B, S, H, Dh) the values that were mixed.
+      mask: the mask both paths applied (`attention_mask`).
+    """
+    del v, mask
+    return mixed
+
+  def scale_output(self, mixed, v):
+    """After LePE, before the output projection: (B, T', H, Dh) -> the same
+    (v: (B, S, H, Dh), the values that were mixed)."""
+    del v
+    return mixed
+
+  def mix_skip(self, x, out, skip=None):
+    """The layer's output from the projected `out` (B, T', D); `skip` is only
+    handed to `mixes_skip` variants. Default: `out`."""
+    del x, skip
+    return out
 
   def use_fused(self, has_state: bool = False) -> bool:
     """Whether this call takes the fused path (module docstring).
@@ -237,7 +454,8 @@ class Attention(nn.Module):
     """x: (B, T, D) -> v (B, T, H, Dh), submodule "value" or the eigen W_V.
 
     Variants that compute scores without queries/keys (position-only ones)
-    call this directly, so every variant gets the `value_output` knob.
+    reach it through the `values` hook, so every variant gets the
+    `value_output` knob.
     """
     if not self.value_output_settings().eigen:
       return self.dense_heads(x, "value", self.qkv_bias)
@@ -268,9 +486,9 @@ class Attention(nn.Module):
   def add_lepe(self, mixed, v):
     """mixed + LePE(v) with `lepe` (CSwin §3.3), else `mixed` unchanged.
 
-    Every variant calls this once, where its value mixing is complete (after
-    the explicit or the fused path, before its own output scaling and the
-    output projection), so the encoding is one piece of code for all.
+    The pipeline (`__call__`) calls this once, where the value mixing is
+    complete (after either path and `rescale_mixed`, before `scale_output`
+    and the output projection), so the encoding is one piece of code for all.
 
     Args:
       mixed: (B, T, H, Dh) the mixed values (A·V, or a variant's Â·V).
@@ -295,10 +513,12 @@ class Attention(nn.Module):
     return mixed + encoding.reshape(v.shape).astype(mixed.dtype)
 
   def _shared_param(self, name: str, init, shape):
-    """A parameter that project_qkv and project_out both read.
+    """A parameter that several methods read (project_qkv and project_out;
+    a variant's hooks).
 
-    Whichever of the two runs first declares it; the other reads the stored
-    value, so one V_H (and one ψ) serves W_V and W_proj.
+    Whichever runs first declares it; the others read the stored value, so
+    one V_H (and one ψ) serves W_V and W_proj, and a hook may read what
+    `prepare` created.
     """
     if self.has_variable("params", name):
       return self.get_variable("params", name)
@@ -375,6 +595,7 @@ class Attention(nn.Module):
       grid_bias = jnp.pad(grid_bias, ((0, 0), (p, 0), (p, 0)))
     grid_bias = grid_bias[None]                                          # (1, H, T, T)
     return grid_bias if bias is None else bias.astype(jnp.float32) + grid_bias
+
   def mix_heads(self, maps, name: str):
     """Talking heads: (B, H, T, S) -> (B, H, T, S), out[g] = Σ_h W[h, g]·maps[h] + b[g]
     (a Dense over the head axis, float32; kernel (H, H) = timm's weightᵀ)."""

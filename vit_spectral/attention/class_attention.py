@@ -20,10 +20,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-import flax.linen as nn
-
-from vit_spectral.attention.base import Attention, apply_weights, scaled_dot_logits
-from vit_spectral.attention.fused import fused_attention
+from vit_spectral.attention.base import Attention
 from vit_spectral.attention.registry import register_attention
 
 
@@ -35,27 +32,30 @@ class ClassAttention(Attention):
   prefix tokens). Stateless: a carried state (Hopfield's T×T score memory)
   has no meaning for a P×T map and raises.
 
+  Hooks (`attention.base`): `prepare` checks the class token, the state and
+  that no grid-only field (`lepe`, `relative_position_bias`) is on;
+  `project` takes the queries from the prefix tokens.
+
   Call contract: `attention.base`, except y is (B, P, D), P = num_prefix_tokens.
   """
   supports_fused: ClassVar[bool] = True
   updates_prefix_only: ClassVar[bool] = True
 
-  @nn.compact
-  def __call__(self, x, state=None, mask=None):
-    """x: (B, T, D) -> ((B, P, D), state unchanged)."""
+  def prepare(self, x, state) -> None:
+    del x
     if self.num_prefix_tokens < 1:
       raise ValueError("model.attention.name='class_attention' needs a class token "
                        f"(num_prefix_tokens >= 1), got {self.num_prefix_tokens}")
     if state is not None:
       raise ValueError("class_attention carries no attention state; a variant's memory "
                        "(e.g. Hopfield's T×T scores) cannot enter the class stage")
-    fused = self.use_fused()
+    for field in ("lepe", "relative_position_bias"):
+      if getattr(self, field):
+        raise ValueError(f"class_attention has no grid queries for model.attention.{field} "
+                         "to act on; leave it off in the class stage")
+
+  def project(self, x):
+    """x: (B, T, D) -> q (B, P, H, Dh) of the prefix tokens, k, v (B, T, H, Dh)."""
     q = self.dense_heads(x[:, :self.num_prefix_tokens], "query", self.qkv_bias)
     k = self.dense_heads(x, "key", self.qkv_bias)
-    v = self.project_value(x)                               # (B, T, H, Dh)
-    if fused:
-      mixed = fused_attention(q, k, v, mask=mask, dtype=self.dtype)
-    else:
-      weights = self.probabilities(scaled_dot_logits(q, k), mask)   # (B, H, P, T)
-      mixed = apply_weights(weights, v)                            # (B, P, H, Dh)
-    return self.project_out(mixed, x.shape[-1]), state
+    return q, k, self.project_value(x)

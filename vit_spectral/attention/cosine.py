@@ -22,14 +22,13 @@ Two readings of V, chosen by `normalize_value`:
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Mapping
 
 import flax.linen as nn
 import jax.numpy as jnp
 import numpy as np
 
-from vit_spectral.attention.base import Attention, apply_weights
-from vit_spectral.attention.fused import fused_attention
+from vit_spectral.attention.base import Attention
 from vit_spectral.attention.registry import register_attention
 
 
@@ -55,13 +54,18 @@ class CosineAttention(Attention):
     normalize_value: ℓ2-normalise V (the paper) or not (the authors' code).
     scale_heads: multiply the head concatenation by 1/K (App. A.2).
 
-  Fused path (`implementation`, `attention.base`): softmax(τ·Q̂K̂ᵀ, masked)·V̂
-  through `attention.fused.fused_attention` with the normalised q̂, k̂ (and v̂),
-  then ν and 1/K as above. A constant τ (in `param_dtype`, as here) is the
-  call's `scale`, applied to the float32 cosines as here; a learned τ is a traced value, so it multiplies q̂
-  instead (in `dtype`) and the scale is 1.
+  Hooks (`attention.base`): `project` normalises q, k (and v); `scores` are
+  τ·q̂k̂ᵀ; `scale_output` applies ν and 1/K after LePE (LePE of the mixed V̂,
+  inside ν and 1/K as in LipsFormer-CSwin's code). Fused path
+  (`implementation`): `fused_inputs` hands the normalised q̂, k̂ (the pipeline
+  v̂) to `attention.fused.fused_attention`. A constant τ (in `param_dtype`,
+  as here) is the call's `scale`, applied to the float32 cosines as here; a
+  learned τ is a traced value, so it multiplies q̂ instead (in `dtype`) and
+  the scale is 1.
   """
   supports_fused: ClassVar[bool] = True
+  PARAM_AXES: ClassVar[Mapping[str, tuple[str | None, ...]]] = {"tau": (), "nu": ()}
+
   tau: float = 12.0
   nu: float = 1.0
   learnable_tau: bool = False
@@ -71,41 +75,50 @@ class CosineAttention(Attention):
   scale_heads: bool = True
 
   def scalar(self, name: str, value: float, learnable: bool):
+    """τ or ν: a learned scalar "name" (created by the first call), else the
+    constant `value` in `param_dtype`."""
     if learnable:
-      return self.param(name, nn.initializers.constant(value), (), self.param_dtype)
+      return self._shared_param(name, nn.initializers.constant(value), ())
     return jnp.asarray(value, self.param_dtype)
 
-  @nn.compact
-  def __call__(self, x, state=None, mask=None):
-    """x: (B, T, D) -> ((B, T, D), state unchanged)."""
+  def scales(self):
+    """(τ, ν), created in this order where learned."""
+    return (self.scalar("tau", self.tau, self.learnable_tau),
+            self.scalar("nu", self.nu, self.learnable_nu))
+
+  def prepare(self, x, state) -> None:
+    del x, state
     if self.epsilon <= 0:
       raise ValueError(f"model.attention.epsilon={self.epsilon} must be positive: "
                        "it is what keeps the normalisation Lipschitz")
-    fused = self.use_fused()
-    q, k, v = self.project_qkv(x)                          # (B, T, H, Dh) each
+
+  def project(self, x):
+    """q̂, k̂ (and v̂ with `normalize_value`), each (B, T, H, Dh), eq. 6."""
+    q, k, v = self.project_qkv(x)
     q = smooth_l2_normalize(q, self.epsilon)
     k = smooth_l2_normalize(k, self.epsilon)
     if self.normalize_value:
       v = smooth_l2_normalize(v, self.epsilon)
-    tau = self.scalar("tau", self.tau, self.learnable_tau)
-    nu = self.scalar("nu", self.nu, self.learnable_nu)
-    if fused and self.learnable_tau:   # a traced τ is no `scale`: fold it into q̂
-      mixed = fused_attention(q * tau.astype(q.dtype), k, v, bias=self.position_bias(),
-                              mask=mask, scale=1.0,
-                              dtype=self.dtype)
-    elif fused:
-      tau = float(np.asarray(self.tau, self.param_dtype))   # a constant: τ as stored
-      mixed = fused_attention(q, k, v, bias=self.position_bias(), mask=mask, scale=tau,
-                              dtype=self.dtype)
-    else:
-      # Cosine scores in float32 (the product accumulates there), scaled by τ.
-      cosines = jnp.einsum("bthd,bshd->bhts", q, k, preferred_element_type=jnp.float32)
-      logits = tau.astype(jnp.float32) * cosines
-      weights = self.probabilities(logits, mask)           # (B, H, T, T)
-      mixed = apply_weights(weights, v)                    # (B, T, H, Dh)
-    # LePE (`lepe`) of the mixed V, inside ν and 1/K as in LipsFormer-CSwin's code.
-    mixed = self.add_lepe(mixed, v)
+    return q, k, v
+
+  def scores(self, q, k, x):
+    """τ·q̂k̂ᵀ: cosines in float32 (the product accumulates there), times τ."""
+    del x
+    tau, _ = self.scales()
+    cosines = jnp.einsum("bthd,bshd->bhts", q, k, preferred_element_type=jnp.float32)
+    return tau.astype(jnp.float32) * cosines
+
+  def fused_inputs(self, q, k, x):
+    del x
+    tau, _ = self.scales()
+    if self.learnable_tau:   # a traced τ is no `scale`: fold it into q̂
+      return q * tau.astype(q.dtype), k, 1.0, None
+    return q, k, float(np.asarray(self.tau, self.param_dtype)), None   # τ as stored
+
+  def scale_output(self, mixed, v):
+    """ν·mixed, then 1/K (App. A.2)."""
+    _, nu = self.scales()
     y = nu.astype(v.dtype) * mixed
     if self.scale_heads:
       y = y / self.num_heads
-    return self.project_out(y, x.shape[-1]), state
+    return y

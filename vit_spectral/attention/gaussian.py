@@ -19,6 +19,8 @@ then close to isotropic Gaussians, as App. A.1 wants.
 
 from __future__ import annotations
 
+from typing import ClassVar, Mapping
+
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -55,18 +57,21 @@ class GaussianAttention(RelativePositionAttention):
   why): the scores are positional only. `implementation="fused"` raises,
   "auto" computes the map.
   """
+  PARAM_AXES: ClassVar[Mapping[str, tuple[str | None, ...]]] = {
+      "centers": ("heads", None),          # Δ_h (H, 2)
+      "inv_sqrt_cov": ("heads", None, None),   # S_h (H, 2, 2)
+  }
+
   center_init_std: float = 2.0
   inv_sqrt_cov_init_std: float = 0.01
 
-  @nn.compact
-  def __call__(self, x, state=None, mask=None):
-    """x: (B, T, D) -> ((B, T, D), state unchanged)."""
-    self.use_fused()     # validates `implementation`; False: no fused path here
+  def scores(self, q, k, x):
+    """−½ (δ − Δ_h)ᵀ S_h S_hᵀ (δ − Δ_h) (eq. 16): (1, H, T, T), zero on prefix pairs."""
+    del q, k
     shifts = relative_shifts(self.grid_shape(x.shape[1]))
     centers = self.param("centers", nn.initializers.normal(self.center_init_std),
                          (self.num_heads, 2), self.param_dtype)
     inv_sqrt_cov = self.param("inv_sqrt_cov", _near_identity(self.inv_sqrt_cov_init_std),
                               (self.num_heads, 2, 2), self.param_dtype)
     logits = gaussian_logits(shifts, centers, gaussian_precision(inv_sqrt_cov))
-    logits = self.embed_grid_logits(logits[None], x.shape[1])          # (1, H, T, T)
-    return self.attend(x, logits, mask), state
+    return self.embed_grid_logits(logits[None], x.shape[1])           # (1, H, T, T)

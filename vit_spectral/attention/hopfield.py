@@ -38,13 +38,11 @@ the state is carried (`use_fused(has_state=True)`): "auto" computes the map,
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Mapping
 
-import flax.linen as nn
 import jax.numpy as jnp
 
-from vit_spectral.attention.base import Attention, apply_weights, scaled_dot_logits
-from vit_spectral.attention.fused import fused_attention
+from vit_spectral.attention.base import Attention
 from vit_spectral.attention.registry import register_attention
 
 
@@ -57,6 +55,16 @@ def _check_coefficient(value: float, field: str) -> None:
 class HopfieldAttention(Attention):
   """Multi-head attention whose weights are the softmax of a carried score memory.
 
+  Hooks (`attention.base`): `prepare` checks α and α'; `carries_state` is
+  α' > 0; `update_state` mixes the scores s_ℓ with the state handed in (eq. 10)
+  and hands h_ℓ on; `mix_skip` mixes the skip in with α. The call takes
+  `skip=` (`mixes_skip`): y (B, T, D) and h_ℓ (float32 (B, H, T, T), zero
+  where masked); on the fused path (α' = 0) the state handed in, unchanged.
+
+  Training diagnostics (`LOGGED_SOWN`; paper 004, eq. 10): per layer
+  "hopfield_memory_norm", ‖h_ℓ‖_F of the carried score memory (the module
+  docstring), averaged over the images.
+
   Attributes:
     alpha: α of eq. (10), the weight of the skip path (0 = no skip).
     alpha_hidden: α' of eq. (10), the decay of the hidden state h (0 = no memory:
@@ -68,35 +76,24 @@ class HopfieldAttention(Attention):
   # The block may hand a `skip` tensor for α to mix (attention_residual="replace").
   mixes_skip: ClassVar[bool] = True
   supports_fused: ClassVar[bool] = True
+  LOGGED_SOWN: ClassVar[Mapping[str, str]] = {"memory_norm": "hopfield_memory_norm"}
 
   @classmethod
   def initial_state(cls, batch_size: int, num_tokens: int, num_heads: int):
     """h_0 = 0: float32 (B, heads, T, T)."""
     return jnp.zeros((batch_size, num_heads, num_tokens, num_tokens), jnp.float32)
 
-  @nn.compact
-  def __call__(self, x, state=None, mask=None, skip=None):
-    """One Hopfield attention layer.
-
-    Args:
-      x: (B, T, D) module input (queries, keys and values are projections of it).
-      state: h_{ℓ-1}, float32 (B, H, T, T); None = h_0 = 0.
-      mask: optional bool, broadcastable to (B, H, T, T); True = may attend.
-      skip: (B, T, D) tensor mixed in with weight α; None = x.
-
-    Returns:
-      y (B, T, D) and the new state h_ℓ (float32 (B, H, T, T), zero where masked);
-      on the fused path (α' = 0) the state handed in, unchanged.
-    """
+  def prepare(self, x, state) -> None:
+    del x, state
     _check_coefficient(self.alpha, "alpha")
     _check_coefficient(self.alpha_hidden, "alpha_hidden")
-    fused = self.use_fused(has_state=bool(self.alpha_hidden))
-    q, k, v = self.project_qkv(x)                                    # (B, T, H, Dh)
-    if fused:
-      mixed = self.add_lepe(fused_attention(q, k, v, bias=self.position_bias(), mask=mask,
-                                            dtype=self.dtype), v)
-      return self.mix_skip(x, self.project_out(mixed, x.shape[-1]), skip), state
-    scores = scaled_dot_logits(q, k).astype(jnp.float32)             # s_ℓ (B, H, T, T)
+
+  def carries_state(self) -> bool:
+    return bool(self.alpha_hidden)
+
+  def update_state(self, logits, state, mask):
+    """s_ℓ and h_{ℓ-1} (None = h_0 = 0) -> (h_ℓ, h_ℓ), eq. (10), float32 (B, H, T, T)."""
+    scores = logits.astype(jnp.float32)                              # s_ℓ
     hidden = (1.0 - self.alpha_hidden) * scores
     if state is not None and self.alpha_hidden:
       hidden = hidden + self.alpha_hidden * state                    # eq. (10)
@@ -107,9 +104,7 @@ class HopfieldAttention(Attention):
     if self.is_mutable_collection("intermediates"):  # the diagnostics' memory norm
       self.sow("intermediates", "memory_norm",
                jnp.sqrt(jnp.sum(jnp.square(hidden), axis=(1, 2, 3))))   # ‖h_ℓ‖_F, (B,)
-    weights = self.probabilities(hidden, mask)                       # softmax(h_ℓ)
-    out = self.project_out(self.add_lepe(apply_weights(weights, v), v), x.shape[-1])
-    return self.mix_skip(x, out, skip), hidden
+    return hidden, hidden
 
   def mix_skip(self, x, out, skip=None):
     """α·skip + (1 − α)·out (eq. 10), skip = x when None; out itself when α = 0."""

@@ -14,6 +14,8 @@ W_qry = W_key = 0: the scores do not depend on the data (Lemma 2).
 
 from __future__ import annotations
 
+from typing import ClassVar, Mapping
+
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -76,27 +78,33 @@ class QuadraticAttention(RelativePositionAttention):
   why): the scores are positional only. `implementation="fused"` raises,
   "auto" computes the map.
   """
+  PARAM_AXES: ClassVar[Mapping[str, tuple[str | None, ...]]] = {
+      "centers": ("heads", None),          # Δ_h (H, 2)
+      "log_alpha": ("heads",),             # log α_h (H,)
+  }
+
   center_init_std: float = 2.0
   alpha_init: float = 0.5
   spread_init_std: float = 0.01
 
-  @nn.compact
-  def __call__(self, x, state=None, mask=None):
-    """x: (B, T, D) -> ((B, T, D), state unchanged)."""
-    self.use_fused()     # validates `implementation`; False: no fused path here
+  def prepare(self, x, state) -> None:
+    del x, state
     if self.alpha_init <= 0:
       raise ValueError(f"model.attention.alpha_init={self.alpha_init} must be > 0")
     if self.spread_init_std < 0:
       raise ValueError(
           f"model.attention.spread_init_std={self.spread_init_std} must be >= 0")
+
+  def scores(self, q, k, x):
+    """−α_h ‖δ − Δ_h‖² (eq. 9): (1, H, T, T), zero on prefix pairs."""
+    del q, k
     shifts = relative_shifts(self.grid_shape(x.shape[1]))
     centers = self.param("centers", nn.initializers.normal(self.center_init_std),
                          (self.num_heads, 2), self.param_dtype)
     log_alpha = self.param("log_alpha", self._log_alpha_init, (self.num_heads,),
                            self.param_dtype)
     logits = gaussian_logits(shifts, centers, quadratic_precision(log_alpha))
-    logits = self.embed_grid_logits(logits[None], x.shape[1])          # (1, H, T, T)
-    return self.attend(x, logits, mask), state
+    return self.embed_grid_logits(logits[None], x.shape[1])           # (1, H, T, T)
 
   def _log_alpha_init(self, key, shape, dtype=jnp.float32):
     """log α_h = log alpha_init + 2 log|1 + ε_h|, ε_h ~ N(0, spread_init_std²):

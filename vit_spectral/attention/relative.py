@@ -28,12 +28,13 @@ carries nothing for it.
 
 from __future__ import annotations
 
+from typing import ClassVar, Mapping
+
 import flax.linen as nn
 import jax.numpy as jnp
 import numpy as np
 
 from vit_spectral.attention.base import Attention, apply_weights
-from vit_spectral.attention.fused import fused_attention
 from vit_spectral.layers.initializers import get_initializer
 
 
@@ -55,14 +56,19 @@ def relative_shifts(grid_size: tuple[int, int]) -> np.ndarray:
 class RelativePositionAttention(Attention):
   """Base of the attention variants whose scores depend on δ = k − q.
 
-  Subclasses compute grid logits (…, H, N, N) between the N grid tokens and call
-  `attend`, which embeds them among the prefix tokens, masks, normalises and mixes
-  the values (per-head value projection, heads concatenated, output projection:
-  eq. 4). With `full_width_heads=True` every head has width D (§4.3 (ii)).
+  Hooks (`attention.base`): `project` gives no queries and keys (a variant
+  with a content term adds them) and defers the values (`values`, projected
+  after the softmax); `attention_mask` adds the prefix rule (`grid_mask`);
+  `values`, `mix_values` and `head_values` handle `shared_value`. Subclasses
+  supply `scores`: grid logits (…, H, N, N) between the N grid tokens,
+  embedded among the prefix tokens (`embed_grid_logits`); the pipeline then
+  masks, normalises and mixes the values (per-head value projection, heads
+  concatenated, output projection: eq. 4). With `full_width_heads=True`
+  every head has width D (§4.3 (ii)).
 
   Fused path (`implementation`, `attention.base`): a variant with a content
-  term q·kᵀ hands it to `attend_fused`, its positional scores going in as the
-  fused call's `bias` (the prefix rule stays a mask). A purely positional
+  term q·kᵀ returns it from `fused_inputs`, its positional scores going in as
+  the fused call's `bias` (the prefix rule stays a mask). A purely positional
   variant has no fused path (`supports_fused` False, the default here):
   `jax.nn.dot_product_attention` needs keys as wide as the values (zero-width
   q, k are rejected), so it would multiply zero queries by zero keys for a
@@ -75,6 +81,12 @@ class RelativePositionAttention(Attention):
       heads this is the parameter count the paper reports (12.1M for the App. A.4
       model), and Lemma 1 still holds (W_val = I). False: per-head W_val^(h).
   """
+  PARAM_AXES: ClassVar[Mapping[str, tuple[str | None, ...]]] = {
+      # Shared by every head: (D, Dh) and (Dh,).
+      "shared_value/kernel": ("embed", "head_dim"),
+      "shared_value/bias": ("head_dim",),
+  }
+
   shared_value: bool = False
 
   def grid_shape(self, num_tokens: int) -> tuple[int, int]:
@@ -104,56 +116,18 @@ class RelativePositionAttention(Attention):
     allowed[p:, :p] = False
     return jnp.asarray(allowed)
 
-  def attend(self, x, logits, mask=None):
-    """Softmax over keys, value mixing and output projection (the explicit path).
-
-    Args:
-      x: (B, T, D) the block's normalised input.
-      logits: (B or 1, H, T, T) scores (prefix pairs already embedded).
-      mask: optional caller mask, see `attention.base`.
-
-    Returns:
-      (B, T, D).
-    """
-    batch, num_tokens, width = x.shape
-    mask = self.grid_mask(num_tokens, mask)
-    logits = jnp.broadcast_to(logits, (batch, self.num_heads, num_tokens, num_tokens))
-    weights = self.probabilities(logits, mask)                 # (B, H, T, T)
-    v = self.values(x)
-    if self.shared_value:
-      mixed = jnp.einsum("bhts,bsd->bthd", weights, v)
-      v = jnp.broadcast_to(v[:, :, None, :], mixed.shape)   # for LePE: every head's V
-    else:
-      mixed = apply_weights(weights, v)
-    return self.project_out(self.add_lepe(mixed, v), width)
-
-  def attend_fused(self, x, q, k, bias, mask=None):
-    """`attend` with logits q·kᵀ/√Dh + bias, through `fused.fused_attention`.
-
-    Args:
-      x: (B, T, D) the block's normalised input.
-      q, k: (B, T, H, Dh) the content queries and keys.
-      bias: (B or 1, H, T, T) float32, the rest of the scores (prefix pairs
-        already embedded).
-      mask: optional caller mask, see `attention.base`; the prefix rule is
-        added as in `attend`.
-
-    Returns:
-      (B, T, D).
-    """
-    num_tokens, width = x.shape[1:]
-    mask = self.grid_mask(num_tokens, mask)
-    v = self.values(x)
-    if self.shared_value:   # one value per token for every head: (B, T, H, Dh)
-      v = jnp.broadcast_to(v[:, :, None, :], v.shape[:2] + (self.num_heads, v.shape[-1]))
-    mixed = fused_attention(q, k, v, bias=self.position_bias(bias), mask=mask,
-                            dtype=self.dtype)
-    return self.project_out(self.add_lepe(mixed, v), width)
-
   def grid_mask(self, num_tokens: int, mask=None):
     """The caller's mask (or None) and `prefix_mask`: bool, broadcastable to (B, H, T, T)."""
     allowed = self.prefix_mask(num_tokens)
     return allowed if mask is None else jnp.logical_and(mask, allowed)
+
+  def attention_mask(self, x, mask):
+    return self.grid_mask(x.shape[1], mask)
+
+  def project(self, x):
+    """No queries or keys (scores by position only); the values come later."""
+    del x
+    return None, None, None
 
   def values(self, x):
     """x: (B, T, D) -> v: (B, T, Dh) with `shared_value`, else (B, T, H, Dh)."""
@@ -167,3 +141,15 @@ class RelativePositionAttention(Attention):
     return nn.Dense(self.resolved_head_dim(x.shape[-1]), use_bias=self.qkv_bias,
                     kernel_init=get_initializer(self.kernel_init), dtype=self.dtype,
                     param_dtype=self.param_dtype, name="shared_value")(x)
+
+  def mix_values(self, weights, v):
+    """With `shared_value`, one value (B, S, Dh) for every head's weights."""
+    if self.shared_value:
+      return jnp.einsum("bhts,bsd->bthd", weights, v)
+    return apply_weights(weights, v)
+
+  def head_values(self, v):
+    """With `shared_value`, the one value broadcast to every head: (B, S, H, Dh)."""
+    if self.shared_value:
+      return jnp.broadcast_to(v[:, :, None, :], v.shape[:2] + (self.num_heads, v.shape[-1]))
+    return v

@@ -21,7 +21,7 @@ the scores are computed: no (N, N, D_p) tensor is ever built.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Mapping
 
 import flax.linen as nn
 import jax.numpy as jnp
@@ -45,15 +45,24 @@ class LearnedRelativeAttention(RelativePositionAttention):
     position_dim: D_p (even); None = the model width (the paper: D_p = D_out).
     embedding_init_std: std of the row/column embeddings at init.
 
-  Fused path (`implementation`, `attention.base`), with content only: the
-  content term q·kᵀ/√D_k goes through `attention.fused.fused_attention`, the
-  rest of eq. 8 (q·Ŵr, u·k, v·Ŵr: a (B, H, T, T) float32 array, since q·Ŵr
-  depends on the data) as its `bias`, the prefix rule as its mask
-  (`RelativePositionAttention.attend_fused`). Without content the scores are
-  positional only and there is no fused path (`RelativePositionAttention`
-  says why; `fused_path_missing` says so): "fused" raises, "auto" computes
-  the map.
+  Hooks (`attention.base`): `project` gives the content queries and keys
+  (none without content); `scores` are eq. 8; `fused_inputs`, with content
+  only: the content term q·kᵀ/√D_k goes through the fused call, the rest of
+  eq. 8 (q·Ŵr, u·k, v·Ŵr: a (B, H, T, T) float32 array, since q·Ŵr depends on
+  the data) as its `bias`, the prefix rule as its mask. Without content the
+  scores are positional only and there is no fused path
+  (`RelativePositionAttention` says why; `fused_path_missing` says so):
+  "fused" raises, "auto" computes the map.
   """
+  PARAM_AXES: ClassVar[Mapping[str, tuple[str | None, ...]]] = {
+      # Shared by every head: the row/column shift tables (2R−1 or 2C−1, D_p/2).
+      "row_embedding": (None, None),
+      "col_embedding": (None, None),
+      "position_key": (None, "heads", "head_dim"),     # Ŵ_key (D_p, H, D_k)
+      "position_query": ("heads", "head_dim"),         # v (H, D_k)
+      "content_bias": ("heads", "head_dim"),           # u (H, D_k)
+  }
+
   content: bool = False
   position_dim: int | None = None
   embedding_init_std: float = 1.0
@@ -66,11 +75,18 @@ class LearnedRelativeAttention(RelativePositionAttention):
               "and has no fused path")
     return None
 
-  @nn.compact
-  def __call__(self, x, state=None, mask=None):
-    """x: (B, T, D) -> ((B, T, D), state unchanged)."""
-    fused = self.use_fused()
-    batch, num_tokens, width = x.shape
+  def project(self, x):
+    """Content queries and keys (B, T, H, D_k) with `content`, else none; the
+    values come later."""
+    if not self.content:
+      return None, None, None
+    return (self.dense_heads(x, "query", self.qkv_bias),
+            self.dense_heads(x, "key", self.qkv_bias), None)
+
+  def position_terms(self, q, k, x):
+    """Eq. 8 but q·k: (position terms (B or 1, H, T, T) float32, zero on prefix
+    pairs; u·k/√D_k (B, H, 1, T), None without content)."""
+    num_tokens, width = x.shape[1:]
     rows, cols = self.grid_shape(num_tokens)
     dp = self.position_dim or width
     if dp % 2:
@@ -96,11 +112,8 @@ class LearnedRelativeAttention(RelativePositionAttention):
     pos_col = jnp.einsum("hd,chd->hc", v_pos, p_col)
     grid_logits = (pos_row[:, row_idx] + pos_col[:, col_idx])[None] * scale  # (1, H, N, N)
     if not self.content:
-      logits = self.embed_grid_logits(grid_logits, num_tokens)
-      return self.attend(x, logits, mask), state
+      return self.embed_grid_logits(grid_logits, num_tokens), None
 
-    q = self.dense_heads(x, "query", self.qkv_bias)                    # (B, T, H, Dk)
-    k = self.dense_heads(x, "key", self.qkv_bias)
     u = self.param("content_bias", nn.initializers.normal(1.0),
                    (self.num_heads, dk), self.param_dtype)
     qg = q[:, self.num_prefix_tokens:]                                 # grid queries
@@ -111,9 +124,16 @@ class LearnedRelativeAttention(RelativePositionAttention):
              + jnp.take_along_axis(q_col, jnp.broadcast_to(col_idx, (1, 1, n, n)), -1))
     grid_logits = grid_logits + q_pos * scale
     u_k = jnp.einsum("hd,bkhd->bhk", u, k)[:, :, None, :] * scale     # (B, H, 1, T)
-    if fused:
-      bias = u_k + self.embed_grid_logits(grid_logits, num_tokens)      # (B, H, T, T)
-      return self.attend_fused(x, q, k, bias, mask), state
-    logits = (scaled_dot_logits(q, k) + u_k
-              + self.embed_grid_logits(grid_logits, num_tokens))
-    return self.attend(x, logits, mask), state
+    return self.embed_grid_logits(grid_logits, num_tokens), u_k
+
+  def scores(self, q, k, x):
+    """Eq. 8: (B or 1, H, T, T) float32."""
+    positions, u_k = self.position_terms(q, k, x)
+    if not self.content:
+      return positions
+    return scaled_dot_logits(q, k) + u_k + positions
+
+  def fused_inputs(self, q, k, x):
+    """The content term through the fused call, the rest of eq. 8 as its bias."""
+    positions, u_k = self.position_terms(q, k, x)
+    return q, k, None, u_k + positions                                # bias (B, H, T, T)

@@ -31,7 +31,7 @@ Two forms (`form`, the Block's `feat_scale_form`):
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar, Mapping
 
 import flax.linen as nn
 import jax.numpy as jnp
@@ -56,7 +56,12 @@ class FeatScale(nn.Module):
     form: "equations" (eqs. 10–12) or "authors_deit" (the authors' DeiT code:
       s and t enter twice); see the module docstring.
     dtype: output dtype; param_dtype: parameter dtype.
+    LOGGED_PARAMS: class constant; the training diagnostics log s and t per
+      layer as feat_scale_s_mean, _min, _max and feat_scale_t_... (Fig. 7).
   """
+  LOGGED_PARAMS: ClassVar[Mapping[str, str]] = {"dc_scale": "feat_scale_s",
+                                                "hc_scale": "feat_scale_t"}
+
   form: str = "equations"
   dtype: Any = jnp.float32
   param_dtype: Any = jnp.float32

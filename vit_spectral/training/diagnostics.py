@@ -22,12 +22,13 @@ is a mean over the M images (and heads, where the metric has them):
                          H = W_projᵀ W_Vᵀ (paper 003, Figs. 5 and 2)
   eigen-reparameterized layers (paper 003, §4)
     h_eig_min, h_eig_max the range of the eigenvalues Λ_H of W_V W_proj
-  AttnScale layers (paper 000, eq. 9; Fig. 6)
-    attn_scale_omega_mean, _min, _max   over the heads' ω
   FeatScale layers (paper 000, eqs. 10–12; Fig. 7)
     feat_scale_s_mean, _min, _max; feat_scale_t_mean, _min, _max   over channels
-  Hopfield layers (paper 004, eq. 10)
-    hopfield_memory_norm ‖h_ℓ‖_F of the carried score memory
+  layers whose attention variant declares scalars (`Attention.LOGGED_PARAMS`:
+  a parameter -> <stem>_mean, _min, _max; `Attention.LOGGED_SOWN`: a sown
+  scalar -> its tag, the mean over the images); the tags are listed in each
+  variant's docstring (AttnScale's per-head scale, paper 000 Fig. 6;
+  Hopfield's score-memory norm, paper 004 eq. 10)
 
 Layers are read through the layout walker (`models.layouts`), so scanned,
 segmented and looped encoders, and layers that differ (`model.layer_overrides`),
@@ -53,11 +54,15 @@ from vit_spectral.analysis.frequency import hc_dc_ratio
 from vit_spectral.analysis.probe import ATTENTION_KEY, OUTPUT_KEY, sown_blocks
 from vit_spectral.analysis.rank import attention_entropy, rank_residual_ratio
 from vit_spectral.analysis.similarity import attention_cosine_similarity, token_cosine_similarity
+from vit_spectral.attention import get_attention
 from vit_spectral.attention.value_output import PSI, ValueOutput, eigenvalues, value_output_kernels
 from vit_spectral.data import input_pipeline
+from vit_spectral.layers.feat_scale import FeatScale
 from vit_spectral.models.layouts import layer_fields, layer_trees
 
 TAG_PREFIX = "diagnostics"
+# The submodule name the blocks give their attention (`models.vit.Block`).
+ATTENTION_MODULE = "attention"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,12 +131,21 @@ def _parameter_metrics(tree: Mapping[str, Any], fields: Mapping[str, Any]) -> di
   if value_output.eigen:
     lam = eigenvalues(attention[PSI], value_output)
     metrics.update(h_eig_min=lam.min(), h_eig_max=lam.max())
-  if "omega" in attention:
-    metrics.update(_summaries("attn_scale_omega", attention["omega"]))
+  for path, stem in get_attention(fields["attention"]).LOGGED_PARAMS.items():
+    if path in attention:
+      metrics.update(_summaries(stem, attention[path]))
   if "feat_scale" in tree:
-    metrics.update(_summaries("feat_scale_s", tree["feat_scale"]["dc_scale"]))
-    metrics.update(_summaries("feat_scale_t", tree["feat_scale"]["hc_scale"]))
+    for path, stem in FeatScale.LOGGED_PARAMS.items():
+      metrics.update(_summaries(stem, tree["feat_scale"][path]))
   return metrics
+
+
+def _sown_metrics(layer: Mapping[str, jax.Array], fields: Mapping[str, Any]) -> dict[str, jax.Array]:
+  """One layer's sown scalars its attention variant declares (`LOGGED_SOWN`),
+  each averaged over the images."""
+  declared = get_attention(fields["attention"]).LOGGED_SOWN
+  return {tag: layer[f"{ATTENTION_MODULE}/{name}"].astype(jnp.float32).mean()
+          for name, tag in declared.items() if f"{ATTENTION_MODULE}/{name}" in layer}
 
 
 def layer_diagnostics(model, params: Mapping[str, Any], images) -> list[dict[str, jax.Array]]:
@@ -156,8 +170,7 @@ def layer_diagnostics(model, params: Mapping[str, Any], images) -> list[dict[str
   out = []
   for index, (layer, tree, block) in enumerate(zip(sown, trees, fields)):
     metrics = {name: values[index] for name, values in tokens.items()}
-    if "attention/memory_norm" in layer:
-      metrics["hopfield_memory_norm"] = layer["attention/memory_norm"].astype(jnp.float32).mean()
+    metrics.update(_sown_metrics(layer, block))
     out.append({**metrics, **_parameter_metrics(tree, block)})
   return out
 

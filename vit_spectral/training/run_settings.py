@@ -23,7 +23,7 @@ from vit_spectral.training.init_from import InitFromSettings
 from vit_spectral.training.mixing import MixSettings
 from vit_spectral.training.optim import OptimSettings
 from vit_spectral.training.robustness import RobustnessSettings
-from vit_spectral.training.sharding import TENSOR_PARALLEL_RULES, MeshSettings
+from vit_spectral.training.sharding import MeshSettings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,7 +47,9 @@ class RunSettings:
     ema_decay: decay of the parameter EMA (`training.ema`); 0 = no EMA
       (DeiT: 0.99996).
     sharding_rules: (regex on the parameter path, partition spec of the
-      trailing dimensions) pairs (`training.sharding`).
+      trailing dimensions) pairs (`training.sharding`); None (default) =
+      `sharding.tensor_parallel_rules()`, derived from the registered
+      attention variants' declarations when the shardings are made.
   """
 
   SECTION = "config"
@@ -64,7 +66,7 @@ class RunSettings:
   async_checkpointing: bool = True
   label_smoothing: float = 0.0
   ema_decay: float = 0.0
-  sharding_rules: tuple[tuple[str, tuple[str | None, ...]], ...] = TENSOR_PARALLEL_RULES
+  sharding_rules: tuple[tuple[str, tuple[str | None, ...]], ...] | None = None
 
   def __post_init__(self):
     # 0 unsets an epochs cadence: a flag cannot write None into a float field,
@@ -94,10 +96,11 @@ class RunSettings:
       # 0 unsets the run's length, so a flag can switch steps <-> epochs.
       unset = value is None or (value == 0 and field in ("total_steps", "num_epochs"))
       settings_lib.require(unset or value > 0, f"config.{field}={value} must be positive")
-    settings_lib.require(bool(self.sharding_rules),
+    settings_lib.require(self.sharding_rules is None or bool(self.sharding_rules),
                          f"config.sharding_rules={self.sharding_rules!r} must list "
-                         "(parameter-path regex, partition spec) rules; the default is "
-                         "sharding.TENSOR_PARALLEL_RULES, ((\".*\", ()),) replicates all")
+                         "(parameter-path regex, partition spec) rules; the default "
+                         "(None) is sharding.tensor_parallel_rules(), ((\".*\", ()),) "
+                         "replicates all")
     settings_lib.check_range(self.label_smoothing, "config.label_smoothing", 0, 1,
                              high_open=True)
     settings_lib.check_range(self.ema_decay, "config.ema_decay", 0, 1, high_open=True)

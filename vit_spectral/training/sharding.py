@@ -18,10 +18,14 @@
 Tensor-parallel placement follows `config.sharding_rules`: a list of (regex on
 the parameter path, partition spec of the *trailing* dimensions); leading
 dimensions (the scanned encoder's depth axis) are not sharded, and leaves no
-rule matches are replicated over "model" (`TENSOR_PARALLEL_RULES` names every
-parameter of the paper variants that may split with the heads). Optimizer
-moments and EMA parameters match the same rules because their paths end with
-the parameter path.
+rule matches are replicated over "model". The default (None) is
+`tensor_parallel_rules()`, derived when the shardings are made: the attention
+parameters' rules from the logical axes each registered variant declares
+(`Attention.param_axes()`, mapped to mesh axes by `LOGICAL_AXIS_RULES`: heads
+and MLP units on "model"), so a variant registered in its own file gets its
+rules without an edit here, then `LAYER_RULES` for the block's other layers.
+Optimizer moments and EMA parameters match the same rules because their paths
+end with the parameter path.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from jax.experimental import mesh_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from vit_spectral import settings as settings_lib
+from vit_spectral.attention import get_attention, registered_attentions
 from vit_spectral.models.segments import is_scanned_path
 from vit_spectral.models.vit import Block
 from vit_spectral.training.optim import param_path
@@ -49,40 +54,21 @@ BATCH_AXES = ("data", "fsdp")
 FSDP_AXIS = "fsdp"
 
 # Megatron-style tensor parallelism: heads and MLP hidden units on "model".
-# Shapes are of one layer (D width, H heads, Dh head width, M MLP units).
-TENSOR_PARALLEL_RULES = (
-    # Projections (D, H, Dh) / (H, Dh) and the output (H, Dh, D): split by head.
-    (r"attention/(query|key|value)/kernel$", (None, "model", None)),
-    (r"attention/(query|key|value)/bias$", ("model", None)),
-    (r"attention/out/kernel$", ("model", None, None)),
-    # Eigen value/output (paper 003): V_H and Θ (D, D) enter a QR or an inverse
-    # of the whole matrix, so they stay whole; ψ (D,) scales W_proj's rows,
-    # which are the heads' channels (H·Dh, head major); the value bias is per
-    # head; the output bias, like out/bias, is added after the heads are summed.
-    (r"attention/(h_theta|h_vectors)$", (None, None)),
-    (r"attention/h_psi$", ("model",)),
-    (r"attention/value_bias$", ("model", None)),
-    (r"attention/out_bias$", (None,)),
-    # CSwin's LePE (`Attention.lepe`): a depth-wise conv of V, channels = the
-    # heads' (H·Dh, head major), split with the heads.
-    (r"attention/lepe/conv/kernel$", (None, None, None, "model")),
-    (r"attention/lepe/conv/bias$", ("model",)),
-    # Per-head parameters: AttnScale's ω (H,), the quadratic and Gaussian
-    # positional centres (H, 2), α (H,) and Σ^-1/2 (H, 2, 2), the learned
-    # relative encoding's Ŵ_key (Dp, H, Dk) and its v, u (H, Dk).
-    (r"attention/(omega|log_alpha)$", ("model",)),
-    (r"attention/centers$", ("model", None)),
-    (r"attention/inv_sqrt_cov$", ("model", None, None)),
-    (r"attention/position_key$", (None, "model", None)),
-    (r"attention/(position_query|content_bias)$", ("model", None)),
-    # Shared by every head: the row/column shift tables (2R-1, Dp/2), the
-    # shared value projection (D, Dh), cosine attention's τ and ν (scalars).
-    (r"attention/(row|col)_embedding$", (None, None)),
-    (r"attention/shared_value/(kernel|bias)$", ()),
-    (r"attention/(tau|nu)$", ()),
-    # Talking heads mix every head with every other: whole on each device.
-    (r"attention/talking_heads_(logits|weights)/kernel$", (None, None)),
-    (r"attention/talking_heads_(logits|weights)/bias$", (None,)),
+# Logical axis (the names `Attention.PARAM_AXES` uses) -> mesh axis, as Flax's
+# `logical_axis_rules`; "head_channels" are the heads' H·Dh channels, head
+# major, so they split with the heads.
+LOGICAL_AXIS_RULES = (
+    ("heads", "model"),
+    ("head_channels", "model"),
+    ("mlp", "model"),
+    ("embed", None),
+    ("head_dim", None),
+)
+# The submodule name the blocks give their attention (`models.vit.Block`).
+ATTENTION_MODULE = "attention"
+
+# The blocks' other layers. Shapes are of one layer (D width, M MLP units).
+LAYER_RULES = (
     (r"mlp/fc1/kernel$", (None, "model")),
     (r"mlp/fc1/bias$", ("model",)),
     (r"mlp/fc2/kernel$", ("model", None)),
@@ -99,6 +85,51 @@ TENSOR_PARALLEL_RULES = (
     (r"(^|/)alpha(1|2|_conv)$", (None,)),
     (r"feat_scale/(dc_scale|hc_scale)$", (None,)),
 )
+
+
+def mesh_axes(logical: Sequence[str | None], where: str = "") -> tuple[str | None, ...]:
+  """Logical axis names -> mesh axes (`LOGICAL_AXIS_RULES`; None stays None).
+
+  Raises:
+    ValueError: a name the table does not know (`where` says whose).
+  """
+  table = dict(LOGICAL_AXIS_RULES)
+  unknown = [name for name in logical if name is not None and name not in table]
+  if unknown:
+    raise ValueError(f"{where}: logical axes {unknown} are not in "
+                     f"sharding.LOGICAL_AXIS_RULES (known: {sorted(table)}, or None)")
+  return tuple(None if name is None else table[name] for name in logical)
+
+
+def attention_rules() -> tuple[tuple[str, tuple[str | None, ...]], ...]:
+  """One rule per parameter of every registered attention variant, from the
+  logical axes it declares (`Attention.param_axes()`), in registry order.
+
+  Raises:
+    ValueError: two variants declare one path with different mesh axes, or
+      a declaration names an unknown logical axis.
+  """
+  specs, owners = {}, {}
+  for name in registered_attentions():
+    for path, logical in get_attention(name).param_axes().items():
+      spec = mesh_axes(logical, f"{get_attention(name).__name__}.PARAM_AXES[{path!r}]")
+      if path in specs and specs[path] != spec:
+        raise ValueError(f"attention parameter {path!r} is declared {spec} by {name!r} "
+                         f"but {specs[path]} by {owners[path]!r}")
+      specs.setdefault(path, spec)
+      owners.setdefault(path, name)
+  return tuple((f"{ATTENTION_MODULE}/{re.escape(path)}$", spec) for path, spec in specs.items())
+
+
+def tensor_parallel_rules() -> tuple[tuple[str, tuple[str | None, ...]], ...]:
+  """The default tensor-parallel rules: `attention_rules()` (the variants
+  registered now), then `LAYER_RULES`."""
+  return attention_rules() + LAYER_RULES
+
+
+# The default rules of the variants registered at import (the built-in ones);
+# `tree_shardings` derives them again at use, so later registrations count.
+TENSOR_PARALLEL_RULES = tensor_parallel_rules()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -245,9 +276,12 @@ def fsdp_spec(name: str, shape: tuple[int, ...], spec: P, mesh: Mesh) -> P:
 
 
 def tree_shardings(tree: Any, mesh: Mesh,
-                   rules: Sequence[tuple[str, Sequence[str | None]]] = TENSOR_PARALLEL_RULES) -> Any:
+                   rules: Sequence[tuple[str, Sequence[str | None]]] | None = None) -> Any:
   """NamedShardings for every leaf of `tree` (arrays or ShapeDtypeStructs):
-  the tensor-parallel `rules` (`partition_spec`), then "fsdp" (`fsdp_spec`)."""
+  the tensor-parallel `rules` (`partition_spec`; None = `tensor_parallel_rules()`),
+  then "fsdp" (`fsdp_spec`)."""
+  if rules is None:
+    rules = tensor_parallel_rules()
 
   def leaf_sharding(path, leaf):
     shape = tuple(getattr(leaf, "shape", ()))
