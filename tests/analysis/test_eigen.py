@@ -8,7 +8,7 @@ import pytest
 from vit_spectral.analysis import eigen
 from vit_spectral.analysis.frequency import hc_dc_ratio
 from vit_spectral.attention import value_output as vo
-from vit_spectral.models import ViT, per_layer
+from vit_spectral.models import build_model, per_layer
 from vit_spectral.models.segments import star_overrides
 
 N, D = 6, 4
@@ -155,8 +155,8 @@ def test_bad_attention_map_raises():
 
 def test_counts_and_layer_kernels_of_a_star_model():
   """ViT* : layer 0 reparameterized ("minus"), layer 1 standard; Table-1 counts by hand."""
-  model = ViT(num_classes=3, patch_size=4, hidden_size=8, depth=2, num_heads=2, mlp_dim=16,
-              layer_overrides=star_overrides(2))
+  model = build_model(dict(patch_size=4, hidden_size=8, depth=2, num_heads=2, mlp_dim=16,
+                           layer_overrides=star_overrides(2)), num_classes=3)
   images = jax.random.normal(jax.random.key(0), (3, 8, 8, 1))
   variables = model.init(jax.random.key(1), images)
   _, state = model.apply(variables, images, mutable=["intermediates"])

@@ -13,7 +13,7 @@ from vit_spectral.analysis import (degenerate_heads, gaussian_heads, plot_attent
                                    prune_heads, remove_heads, vit_lipschitz_bound)
 from vit_spectral.analysis.eigen import layer_kernels
 from vit_spectral.attention.value_output import ValueOutput, value_output_kernels
-from vit_spectral.models import ViT, layer_fields, layer_trees, model_layout, to_layout
+from vit_spectral.models import build_model, layer_fields, layer_trees, model_layout, to_layout
 
 LAYOUTS = {"scan": (2,), "segments": (1, 1), "loop": None}
 
@@ -31,12 +31,15 @@ DEGENERATE = [[1], [2, 3]]        # set below: a uniform head, then two stripes
 
 def gaussian_vit(layout_name, **attention):
   """Depth 2; "segments" differs from "scan" only by an eval-time no-op override."""
-  model = ViT(num_classes=10, patch_size=2, hidden_size=16, depth=2, num_heads=HEADS,
-              mlp_dim=16, stem="space_to_depth", pooling="mean", posemb="none",
-              attention="gaussian", attention_kwargs=dict(full_width_heads=True, **attention))
+  model = build_model(dict(patch_size=2, hidden_size=16, depth=2, num_heads=HEADS,
+                           mlp_dim=16, stem="space_to_depth", pooling="mean", posemb="none",
+                           attention=dict(name="gaussian", full_width_heads=True, **attention)),
+                      num_classes=10)
   if layout_name == "segments":
     return model.clone(layer_overrides=({"start": 1, "stop": 2, "block": {"dropout_rate": 0.1}},))
-  return model.clone(encoder_mode="loop") if layout_name == "loop" else model
+  if layout_name == "loop":
+    return model.clone(encoder=model.encoder.replace(mode="loop"))
+  return model
 
 
 @functools.lru_cache(maxsize=None)
@@ -146,8 +149,8 @@ def test_removed_heads_give_the_network_without_them_with_fewer_parameters(share
 
 
 def test_remove_heads_refuses_a_variant_with_carried_state():
-  model = ViT(num_classes=3, patch_size=4, hidden_size=16, depth=2, num_heads=2, mlp_dim=16,
-              attention="hopfield")
+  model = build_model(dict(patch_size=4, hidden_size=16, depth=2, num_heads=2, mlp_dim=16,
+                           attention=dict(name="hopfield")), num_classes=3)
   params = jax.eval_shape(model.init, jax.random.key(0), jnp.zeros((1, 8, 8, 1)))["params"]
   with pytest.raises(ValueError, match="model.attention='hopfield'.*carries per-head state"):
     remove_heads(model, {"params": params}, [[0], []], (8, 8, 1))
@@ -156,11 +159,12 @@ def test_remove_heads_refuses_a_variant_with_carried_state():
 
 def test_layer_kernels_read_each_layers_settings_in_every_layout():
   clipped = ValueOutput("minus", clip=True, eps=0.5)
-  model = ViT(num_classes=3, patch_size=4, hidden_size=16, depth=2, num_heads=2, mlp_dim=16,
-              attention_kwargs={"value_output": "minus"},
-              layer_overrides=({"start": 1, "stop": 2,
-                                "attention": {"value_output_clip": True,
-                                              "value_output_eps": clipped.eps}},))
+  model = build_model(dict(patch_size=4, hidden_size=16, depth=2, num_heads=2, mlp_dim=16,
+                           attention=dict(name="dot_product", value_output="minus"),
+                           layer_overrides=({"start": 1, "stop": 2,
+                                             "attention": {"value_output_clip": True,
+                                                           "value_output_eps": clipped.eps}},)),
+                      num_classes=3)
   assert model_layout(model) == (1, 1)
   params = jax.jit(model.init)(jax.random.key(0), jnp.zeros((1, 8, 8, 1)))["params"]
   results = {name: layer_kernels(model, p) for name, p in three_layouts(params).items()}
@@ -178,10 +182,11 @@ def test_layer_kernels_read_each_layers_settings_in_every_layout():
 # --- Lipschitz bound (paper 001): per-layer parameters and per-layer fields.
 
 def test_lipschitz_bound_in_every_layout_respects_layer_overrides():
-  model = ViT(num_classes=0, patch_size=2, hidden_size=16, depth=2, num_heads=2, mlp_dim=32,
-              norm="center_norm", attention="cosine", attention_kwargs=dict(tau=2.0, epsilon=1.0),
-              kernel_init="spectral",
-              layer_overrides=({"start": 1, "stop": 2, "attention": {"tau": 6.0}},))
+  model = build_model(dict(patch_size=2, hidden_size=16, depth=2, num_heads=2, mlp_dim=32,
+                           norm="center_norm", attention=dict(name="cosine", tau=2.0, epsilon=1.0),
+                           kernel_init="spectral",
+                           layer_overrides=({"start": 1, "stop": 2, "attention": {"tau": 6.0}},)),
+                      num_classes=0)
   assert model_layout(model) == (1, 1)
   params = jax.jit(model.init)(jax.random.key(0), jnp.zeros((1, 4, 4, 1)))["params"]
   reports = {name: vit_lipschitz_bound(model, p, num_tokens=5)

@@ -10,7 +10,7 @@ import pytest
 from vit_spectral.analysis import (empirical_lipschitz, exp_kappa_bound,
                                    lipsformer_lipschitz_bound, vit_lipschitz_bound)
 from vit_spectral.analysis.lipschitz import block_branches, gelu_lipschitz, scsa_lipschitz_bound
-from vit_spectral.models import Block, ViT, scan_to_loop
+from vit_spectral.models import Block, BlockSpec, TokenLayout, build_model, scan_to_loop
 
 
 def test_empirical_lipschitz_finds_the_spectral_norm_of_a_jacobian():
@@ -51,10 +51,10 @@ ATTENTION = dict(tau=2.0, epsilon=1.0)
 
 
 def lipsformer(alpha):
-  return ViT(num_classes=0, patch_size=2, hidden_size=WIDTH, depth=DEPTH, num_heads=HEADS,
-             mlp_dim=2 * WIDTH, norm="center_norm", attention="cosine",
-             attention_kwargs=ATTENTION, kernel_init="spectral",
-             block_options=dict(OPTIONS, residual_alpha=alpha))
+  return build_model(dict(patch_size=2, hidden_size=WIDTH, depth=DEPTH, num_heads=HEADS,
+                          mlp_dim=2 * WIDTH, norm="center_norm",
+                          attention=dict(name="cosine", **ATTENTION), kernel_init="spectral",
+                          block=dict(OPTIONS, residual_alpha=alpha)), num_classes=0)
 
 
 def test_network_bound_of_a_built_model():
@@ -78,15 +78,16 @@ def test_network_bound_of_a_built_model():
 
 
 def test_block_branches_follow_the_blocks_own_description():
-  # The report's branches are Block.branches: the conv branch has no norm after
+  # The report's branches are BlockSpec.branches: the conv branch has no norm after
   # it (§4.2.1), attention and MLP end in CenterNorm (D/(D−1) at γ = 1).
   model = lipsformer(0.1)
   params = model.init(jax.random.key(0), jnp.zeros((1, 4, 4, 1)))["params"]
-  fields = dict(attention="cosine", attention_kwargs=ATTENTION, norm="center_norm",
-                **model.block_options)
+  fields = model.block.as_dict()
+  assert fields["attention"] == "cosine" and fields["attention_kwargs"] == ATTENTION
+  assert fields["norm"] == "center_norm" and fields["residual_alpha"] == 0.1
   block = scan_to_loop(params)["encoder"]["encoderblock_0"]
   branches = block_branches(block, fields, num_tokens=5)
-  assert [b.name for b in branches] == [s.name for s in Block.branches(fields)]
+  assert [b.name for b in branches] == [s.name for s in model.block.branches()]
   assert [b.post_norm_lip for b in branches] == pytest.approx([1.0, WIDTH / (WIDTH - 1),
                                                                WIDTH / (WIDTH - 1)])
   conv = branches[0]
@@ -102,9 +103,9 @@ def test_the_blocks_empirical_constant_stays_below_the_bound():
   rng = np.random.default_rng(1)                          # move off the init (γ, β, biases)
   params = jax.tree_util.tree_map(lambda a: a + 0.2 * rng.standard_normal(a.shape, np.float32), params)
   blocks = params["encoder"]["encoderblock"]
-  block = Block(num_heads=HEADS, mlp_dim=2 * WIDTH, norm="center_norm", attention="cosine",
-                attention_kwargs=ATTENTION, grid_size=(2, 2), num_prefix_tokens=1,
-                residual_alpha=0.5, **OPTIONS)
+  block = Block(BlockSpec(num_heads=HEADS, mlp_dim=2 * WIDTH, norm="center_norm",
+                          attention="cosine", attention_kwargs=ATTENTION, residual_alpha=0.5,
+                          **OPTIONS), TokenLayout((2, 2), 1))
 
   def stack(x):
     for i in range(DEPTH):
@@ -120,12 +121,13 @@ def test_the_blocks_empirical_constant_stays_below_the_bound():
 
 
 def test_models_without_a_bound_are_refused():
-  dot = ViT(num_classes=0, patch_size=2, hidden_size=WIDTH, depth=1, num_heads=HEADS,
-            mlp_dim=WIDTH, norm="center_norm")
+  dot = build_model(dict(patch_size=2, hidden_size=WIDTH, depth=1, num_heads=HEADS,
+                         mlp_dim=WIDTH, norm="center_norm"), num_classes=0)
   params = dot.init(jax.random.key(0), jnp.zeros((1, 4, 4, 1)))["params"]
   with pytest.raises(ValueError, match="dot-product attention is not Lipschitz"):
     vit_lipschitz_bound(dot, params, num_tokens=5)
-  layer_norm = lipsformer(0.1).clone(norm="layer_norm")
+  lips = lipsformer(0.1)
+  layer_norm = lips.clone(block=lips.block.replace(norm="layer_norm"))
   params = layer_norm.init(jax.random.key(0), jnp.zeros((1, 4, 4, 1)))["params"]
   with pytest.raises(ValueError, match="LayerNorm is not Lipschitz"):
     vit_lipschitz_bound(layer_norm, params, num_tokens=5)

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 from vit_spectral.analysis import probe
-from vit_spectral.models import ViT, per_layer, scan_to_loop
+from vit_spectral.models import build_model, per_layer, scan_to_loop
 
-FIELDS = dict(num_classes=10, patch_size=2, hidden_size=16, depth=2, num_heads=2, mlp_dim=32,
-              attention="attn_scale", block_options=dict(feat_scale=True))
+FIELDS = dict(patch_size=2, hidden_size=16, depth=2, num_heads=2, mlp_dim=32,
+              attention=dict(name="attn_scale"), block=dict(feat_scale=True))
 
 
 def direct_metrics(x, a):
@@ -31,7 +31,7 @@ def direct_metrics(x, a):
 @pytest.fixture(scope="module")
 def trained_like():
   """A tiny AttnScale + FeatScale ViT with random (non-neutral) parameters."""
-  model = ViT(**FIELDS)
+  model = build_model(FIELDS, num_classes=10)
   images = jax.random.normal(jax.random.key(1), (2, 8, 8, 1))
   params = jax.jit(model.init)(jax.random.key(0), images)["params"]
   rng = np.random.default_rng(0)
@@ -59,7 +59,7 @@ def test_probe_matches_a_direct_computation_per_layer(trained_like):
 def test_probe_reads_scan_and_loop_encoders_alike_and_ignores_old_intermediates(trained_like):
   model, params, images = trained_like
   scan = probe(model, {"params": params}, images)
-  loop_model = ViT(**dict(FIELDS, encoder_mode="loop"))
+  loop_model = build_model(dict(FIELDS, encoder_mode="loop"), num_classes=10)
   _, stale = model.apply({"params": params}, images, mutable=["intermediates"])
   loop = probe(loop_model, {"params": scan_to_loop(params), **stale}, images)
   for key in scan:

@@ -1,6 +1,8 @@
 """probe / probe_stages on a model with stages and windowed attention: per-window
 maps and per-stage figures, against a direct NumPy computation (test_probe's)."""
 
+from typing import Any
+
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -11,6 +13,8 @@ from tests.analysis.test_probe import direct_metrics
 from vit_spectral.analysis import probe, probe_stages
 from vit_spectral.layers import windows
 from vit_spectral.models.intermediates import per_stage, stage_names
+from vit_spectral.models.specs import BlockSpec, EncoderSpec
+from vit_spectral.models.token_layouts import StripeLayout, WindowLayout
 from vit_spectral.models.vit import Encoder
 
 
@@ -24,26 +28,25 @@ class TwoStages(nn.Module):
     x = nn.Conv(8, (2, 2), strides=2, name="embed")(images)       # (B, 4, 4, 8)
     b = x.shape[0]
     x = x.reshape(b, 16, 8)
-    blocks = dict(num_heads=2, mlp_dim=16, grid_size=(4, 4), window_size=(2, 2))
-    x = Stage(depth=2, block_kwargs=blocks, shift_second=True, name="stage_0")(x)
+    block = BlockSpec(num_heads=2, mlp_dim=16)
+    windows_then_shifted = (WindowLayout((4, 4), window=(2, 2)),
+                            WindowLayout((4, 4), window=(2, 2), shift=(1, 1)))
+    x = Stage(depth=2, block=block, layouts=windows_then_shifted, name="stage_0")(x)
     x = x.reshape(b, 2, 2, 2, 2, 8).transpose(0, 1, 3, 2, 4, 5).reshape(b, 4, 32)
     x = nn.Dense(16, name="merge")(x)
-    x = Stage(depth=1, block_kwargs=dict(num_heads=2, mlp_dim=16, grid_size=(2, 2),
-                                         stripe_width=1), name="stage_1")(x)
+    x = Stage(depth=1, block=block, layouts=StripeLayout((2, 2), width=1), name="stage_1")(x)
     return nn.Dense(3)(x.mean(1))
 
 
 class Stage(nn.Module):
   depth: int
-  block_kwargs: dict
-  shift_second: bool = False
+  block: BlockSpec
+  layouts: Any      # one token layout for every layer, or one per layer
 
   @nn.compact
   def __call__(self, x):
-    overrides = (({"start": 1, "stop": 2, "block": {"window_shift": (1, 1)}},)
-                 if self.shift_second else None)
-    return Encoder(depth=self.depth, block_kwargs=self.block_kwargs, layer_overrides=overrides,
-                   final_norm=False, mode="loop", name="encoder")(x)
+    return Encoder(depth=self.depth, block=self.block, spec=EncoderSpec(mode="loop"),
+                   layouts=self.layouts, final_norm=False, name="encoder")(x)
 
 
 @pytest.fixture(scope="module")

@@ -59,10 +59,10 @@ def test_spectral_init_has_unit_largest_singular_value(shape):
 
 
 def test_spectral_init_in_a_model_gives_one_lipschitz_layers():
-  from vit_spectral.models import ViT
-  model = ViT(num_classes=0, patch_size=2, hidden_size=16, depth=1, num_heads=2,
-              mlp_dim=32, kernel_init="spectral", encoder_mode="loop",
-              block_options=dict(conv_block=True, conv_kernel_size=3))
+  from vit_spectral.models import build_model
+  model = build_model(dict(patch_size=2, hidden_size=16, depth=1, num_heads=2, mlp_dim=32,
+                           kernel_init="spectral", encoder_mode="loop",
+                           block=dict(conv_block=True, conv_kernel_size=3)), num_classes=0)
   params = model.init(jax.random.key(0), jnp.zeros((1, 8, 8, 1)))["params"]
   block = params["encoder"]["encoderblock_0"]
   # Dense maps, the 1×1 conv and the non-overlapping patch embedding: the

@@ -14,13 +14,13 @@ from vit_spectral.models import cait_timm, pretrained
 from vit_spectral.models.build import build_model
 from vit_spectral.models.cait import CaiT
 from vit_spectral.models.swin import Swin
-from vit_spectral.models.vit import ViT
 
 # timm 1.0.31: sum(p.numel() for p in timm.create_model(name).parameters()),
 # name = "cait_xxs24_224" / "cait_s24_224" (1000 classes); the paper's 12.0M / 46.9M.
 TIMM_PARAMS = {"CaiT-XXS24": 11_956_264, "CaiT-S24": 46_916_200}
 
-TINY = dict(num_classes=5, patch_size=2, hidden_size=16, depth=2, num_heads=2, mlp_dim=32)
+# A CaiT name's defaults (timm's GELU and ε) at a tiny shape, in config form.
+TINY = dict(variant="CaiT-XXS24", patch_size=2, hidden_size=16, depth=2, num_heads=2, mlp_dim=32)
 TINY_IMAGES = jnp.asarray(np.random.default_rng(0).standard_normal((2, 8, 8, 3)), jnp.float32)
 
 
@@ -31,6 +31,11 @@ def random_variables(model, images, seed=1, scale=0.3):
   rng = np.random.default_rng(seed)
   return jax.tree_util.tree_map(
       lambda s: jnp.asarray(scale * rng.standard_normal(s.shape), s.dtype), shapes)
+
+
+def tiny_cait(**fields):
+  """The tiny CaiT with `fields` (config form) changed."""
+  return build_model(dict(TINY, **fields), num_classes=5)
 
 
 def count(tree):
@@ -163,7 +168,7 @@ def test_talking_heads_off_adds_no_parameters_and_keeps_the_numbers():
 def test_class_stage_leaves_the_patch_tokens_as_the_sa_stage_made_them():
   """The final norm's patch rows are LayerNorm(SA-stage output): the class
   stage reads the patches and writes only the class token."""
-  model = CaiT(**TINY, encoder_mode="loop")
+  model = tiny_cait(encoder_mode="loop")
   variables = random_variables(model, TINY_IMAGES)
   _, state = jax.jit(lambda v, x: model.apply(v, x, capture_intermediates=True))(
       variables, TINY_IMAGES)
@@ -179,7 +184,7 @@ def test_class_stage_leaves_the_patch_tokens_as_the_sa_stage_made_them():
 
 
 def test_scan_and_loop_compute_the_same_logits():
-  scan, loop = CaiT(**TINY), CaiT(**TINY, encoder_mode="loop")
+  scan, loop = tiny_cait(), tiny_cait(encoder_mode="loop")
   variables = random_variables(scan, TINY_IMAGES)
   looped = {"params": dict(variables["params"], encoder={
       f"encoderblock_{i}": jax.tree_util.tree_map(lambda a, i=i: a[i],
@@ -190,25 +195,25 @@ def test_scan_and_loop_compute_the_same_logits():
 
 
 def test_hopfield_runs_in_the_sa_stage_and_is_refused_in_the_class_stage():
-  model = CaiT(**TINY, attention="hopfield", encoder_mode="loop")
+  model = tiny_cait(attention=dict(name="hopfield"), encoder_mode="loop")
   variables = random_variables(model, TINY_IMAGES)
   logits, state = jax.jit(lambda v, x: model.apply(v, x, mutable=["intermediates"]))(
       variables, TINY_IMAGES)
   assert np.isfinite(logits).all()
   assert "memory_norm" in state["intermediates"]["encoder"]["encoderblock_1"]["attention"]
   with pytest.raises(ValueError, match="class_attention='hopfield' cannot apply: .*1×T"):
-    CaiT(**TINY, class_attention="hopfield").init(jax.random.key(0), TINY_IMAGES)
+    tiny_cait(class_attention="hopfield").init(jax.random.key(0), TINY_IMAGES)
 
 
 @pytest.mark.parametrize("make,match", [
-    (lambda: CaiT(**TINY, class_attention="dot_product"),
+    (lambda: tiny_cait(class_attention="dot_product"),
      r"class_attention='dot_product' gives one output per token.*\['class_attention'\]"),
-    (lambda: CaiT(**TINY, class_attention="nope"), "'nope' is not a registered attention"),
-    (lambda: CaiT(**TINY, attention="nope"), "'nope' is not a registered attention"),
-    (lambda: CaiT(**TINY, attention_kwargs={"talking_heads": False}),
+    (lambda: tiny_cait(class_attention="nope"), "'nope' is not a registered attention"),
+    (lambda: tiny_cait(attention=dict(name="nope")), "'nope' is not a registered attention"),
+    (lambda: tiny_cait(attention=dict(name="dot_product", talking_heads=False)),
      "model.attention.talking_heads is set by CaiT: use model.talking_heads"),
-    (lambda: ViT(num_classes=2, patch_size=4, hidden_size=8, depth=1, num_heads=2, mlp_dim=8,
-                 attention="class_attention"),
+    (lambda: build_model(dict(patch_size=4, hidden_size=8, depth=1, num_heads=2, mlp_dim=8,
+                              attention=dict(name="class_attention")), num_classes=2),
      "'class_attention' updates the class token only and cannot run in a Block"),
 ])
 def test_bad_settings_raise_clearly(make, match):
@@ -221,7 +226,7 @@ def test_config_names_build_and_probe_reads_the_sa_stage():
   assert config.talking_heads and config.layer_scale_init == 1e-5 and config.depth == 24
   model = build_model(dict(config, depth=2, hidden_size=16, num_heads=2, mlp_dim=32,
                            patch_size=2), num_classes=5)
-  assert isinstance(model, CaiT) and model.attention == "attn_scale"
+  assert isinstance(model, CaiT) and model.block.attention == "attn_scale"
   variables = random_variables(model, TINY_IMAGES)
   out = probe(model, variables, TINY_IMAGES)
   assert out["attention_weights"].shape == (2, 2, 2, 16, 16)      # (L, B, H, N, N)
@@ -271,9 +276,9 @@ def test_init_from_fits_timms_cait_file_to_the_finetune_recipes_model(images, tm
 def test_init_from_fits_a_cait_run_of_our_own_in_the_other_layout():
   """`init_from.format="vit_spectral"` (a plain CaiT run, scan layout) into a
   CaiT + FeatScale in the loop layout: the same function at s = t = 0."""
-  plain = CaiT(**TINY)
+  plain = tiny_cait()
   variables = random_variables(plain, TINY_IMAGES)
-  scaled = CaiT(**TINY, block_options={"feat_scale": True}, encoder_mode="loop")
+  scaled = tiny_cait(block={"feat_scale": True}, encoder_mode="loop")
   init = jax.jit(scaled.init)(jax.random.key(0), TINY_IMAGES)["params"]
   params, report = pretrained.load_into(jax.device_get(variables["params"]), "vit_spectral",
                                         scaled, init, reinit_head=False)
@@ -288,4 +293,4 @@ def test_init_from_names_what_it_cannot_fit():
                                                   num_heads=(2,)), {}, reinit_head=False)
   with pytest.raises(ValueError, match="init_from.format='big_vision' holds ViT checkpoints; "
                      "a CaiT loads from 'timm' or 'vit_spectral'"):
-    pretrained.load_into("x.npz", "big_vision", CaiT(**TINY), {}, reinit_head=False)
+    pretrained.load_into("x.npz", "big_vision", tiny_cait(), {}, reinit_head=False)

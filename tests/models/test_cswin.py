@@ -21,6 +21,8 @@ from vit_spectral.attention import get_attention, token_attentions
 from vit_spectral.models import layouts
 from vit_spectral.models.build import build_model, model_config, model_kwargs
 from vit_spectral.models.cswin import CSwin, VARIANTS
+from vit_spectral.models.specs import BlockSpec, EncoderSpec
+from vit_spectral.models.token_layouts import StripeLayout
 from vit_spectral.models.vit import Block
 
 
@@ -95,8 +97,9 @@ def test_variants_build_from_config_with_their_fields():
   cfg = model_config(variant="LipsFormer-CSwin-T", drop_path_rate=0.2)
   kwargs = model_kwargs(cfg)
   assert kwargs["depths"] == (1, 2, 21, 1) and kwargs["embedding"] == "patch"
-  assert kwargs["attention"] == "cosine" and kwargs["attention_kwargs"]["lepe"]
-  assert kwargs["block_options"]["extra_depthwise_branch"]
+  assert kwargs["block"].attention == "cosine" and kwargs["block"].attention_kwargs["lepe"]
+  assert kwargs["block"].extra_depthwise_branch
+  assert kwargs["encoder"].drop_path_rate == 0.2
   assert set(VARIANTS) == {f"{f}CSwin-{s}" for f in ("", "LipsFormer-") for s in "TSB"}
   with pytest.raises(ValueError, match="stripe_width"):   # set per stage by the model
     model_kwargs(dict(cfg, block={"stripe_width": 2}))
@@ -170,9 +173,9 @@ def numpy_cswin_block(x, p, grid, stripe, heads, eps=1e-5, feat_scale_gain=1.0):
 
 
 def _random_block(stripe, key=0, grid=(4, 4), width=16, heads=4, **options):
-  block = Block(num_heads=heads, mlp_dim=2 * width, grid_size=grid, stripe_width=stripe,
-                attention_kwargs={"lepe": True}, mlp_activation="gelu_erf", norm_epsilon=1e-5,
-                **options)
+  spec = BlockSpec(num_heads=heads, mlp_dim=2 * width, attention_kwargs={"lepe": True},
+                   mlp_activation="gelu_erf", norm_epsilon=1e-5, **options)
+  block = Block(spec, StripeLayout(grid, width=stripe))
   x = jax.random.normal(jax.random.key(key), (2, grid[0] * grid[1], width))
   params = block.init(jax.random.key(key + 1), (x, None), 0.0)["params"]
   leaves, tree = jax.tree_util.tree_flatten(params)
@@ -269,9 +272,14 @@ def test_lepe_fused_path_equals_explicit():
 
 # ---------------------------------------------------------------- the model
 
-TINY = dict(num_classes=5, hidden_size=8, depths=(1, 2), num_heads=(2, 4), stripe_widths=(1, 4),
-            patch_size=1, attention_kwargs={"lepe": True})
+TINY = dict(hidden_size=8, depths=(1, 2), num_heads=(2, 4), stripe_widths=(1, 4), patch_size=1)
+LEPE = BlockSpec(attention_kwargs={"lepe": True})
 IMAGES = jax.random.normal(jax.random.key(7), (2, 8, 8, 3))
+
+
+def tiny_cswin(block=LEPE, mode="scan", **fields):
+  """The tiny CSwin (5 classes) with `fields` changed, its encoders in `mode`."""
+  return CSwin(num_classes=5, block=block, encoder=EncoderSpec(mode=mode), **dict(TINY, **fields))
 
 
 def _with_random_head(params):
@@ -281,12 +289,12 @@ def _with_random_head(params):
 
 
 def test_attn_scale_at_zero_and_scan_equal_loop():
-  model = CSwin(**TINY)
+  model = tiny_cswin()
   params = _with_random_head(jax.jit(model.init)(jax.random.key(0), IMAGES)["params"])
   logits = jax.jit(model.apply)({"params": params}, IMAGES)
   # AttnScale's ω = 0 (its init) leaves the function unchanged: the same
   # parameters, ω added as zeros.
-  scaled = CSwin(**dict(TINY, attention="attn_scale"))
+  scaled = tiny_cswin(LEPE.replace(attention="attn_scale"))
   scaled_params = jax.eval_shape(scaled.init, jax.random.key(0), IMAGES)["params"]
   def copy_into(target, source):
     return {k: (copy_into(v, source[k]) if isinstance(v, dict) else
@@ -298,13 +306,13 @@ def test_attn_scale_at_zero_and_scan_equal_loop():
   looped = {k: (layouts.scan_to_loop(v) if k.startswith("stage") else v)
             for k, v in params.items()}
   assert len(layouts.layer_trees(params["stage_1"])) == 2
-  loop = CSwin(**TINY, encoder_mode="loop")
+  loop = tiny_cswin(mode="loop")
   np.testing.assert_allclose(jax.jit(loop.apply)({"params": looped}, IMAGES), logits, atol=1e-5)
 
 
 @pytest.mark.parametrize("change,match", [
-    (dict(attention="hopfield"), "carries a state"),
-    (dict(attention_kwargs={"value_output": "minus"}), "half the heads"),
+    (dict(block=LEPE.replace(attention="hopfield")), "carries a state"),
+    (dict(block=BlockSpec(attention_kwargs={"value_output": "minus"})), "half the heads"),
     (dict(patch_size=3), "not divisible by 6"),
     (dict(stripe_widths=(3, 4)), r"stripe_widths\[0\]=3"),
     (dict(num_heads=(2,)), "one entry per stage"),
@@ -312,12 +320,12 @@ def test_attn_scale_at_zero_and_scan_equal_loop():
 ])
 def test_clear_errors(change, match):
   with pytest.raises(ValueError, match=match):
-    CSwin(**dict(TINY, **change)).init(jax.random.key(0), IMAGES)
+    tiny_cswin(**change).init(jax.random.key(0), IMAGES)
 
 
 def test_probe_reports_per_stripe_maps_and_per_stage_figures():
   from vit_spectral import analysis  # noqa: PLC0415
-  model = CSwin(**TINY)
+  model = tiny_cswin()
   variables = jax.jit(model.init)(jax.random.key(0), IMAGES)
   stage1, stage2 = analysis.probe_stages(model, variables, IMAGES)
   # Stage 1: 8x8 grid, stripes of one row / one column: 2 images x 8 stripes

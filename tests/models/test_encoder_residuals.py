@@ -8,12 +8,16 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from vit_spectral.models import ViT, loop_to_scan, scan_to_loop
-from vit_spectral.models.vit import Encoder
+from vit_spectral.models import EncoderSpec, build_model, loop_to_scan, scan_to_loop
 
-TINY = dict(num_classes=5, patch_size=4, hidden_size=8, depth=3, num_heads=2, mlp_dim=16)
+TINY = dict(patch_size=4, hidden_size=8, depth=3, num_heads=2, mlp_dim=16)
 IMAGES = np.random.default_rng(0).standard_normal((4, 8, 8, 1)).astype(np.float32)
 LABELS = jnp.arange(4) % 5
+
+
+def tiny(**fields):
+  """The tiny ViT (5 classes) with `fields` (config form) changed."""
+  return build_model(dict(TINY, **fields), num_classes=5)
 
 
 def loss_and_grads(model, params):
@@ -25,15 +29,15 @@ def loss_and_grads(model, params):
 
 
 def test_scan_with_the_cpu_residuals_equals_the_loop():
-  loop = ViT(**TINY, encoder_mode="loop")
+  loop = tiny(encoder_mode="loop")
   rng = np.random.default_rng(1)   # host arrays: no compile per parameter shape
   params = jax.tree_util.tree_map(   # a non-zero head, so every gradient is non-zero
       lambda a: 0.3 * rng.standard_normal(a.shape).astype(np.float32),
       jax.eval_shape(loop.init, jax.random.key(0), IMAGES)["params"])
   want_loss, want_logits, want_grads = loss_and_grads(loop, params)
-  assert ViT(**TINY).encoder_residuals is None   # per backend: "dots" on CPU
-  assert Encoder(depth=3, block_kwargs={}).residual_policy() == "dots"
-  loss, logits, grads = loss_and_grads(ViT(**TINY), loop_to_scan(params))
+  assert tiny().encoder.residuals is None   # per backend: "dots" on CPU
+  assert EncoderSpec().residual_policy() == "dots"
+  loss, logits, grads = loss_and_grads(tiny(), loop_to_scan(params))
   np.testing.assert_allclose(logits, want_logits, rtol=1e-5, atol=1e-6)
   np.testing.assert_allclose(loss, want_loss, rtol=1e-6)
   jax.tree_util.tree_map(
@@ -43,10 +47,10 @@ def test_scan_with_the_cpu_residuals_equals_the_loop():
 
 def test_unroll_to_depth_leaves_no_loop():
   assert jax.default_backend() == "cpu"
-  params = jax.eval_shape(ViT(**TINY).init, jax.random.key(0), IMAGES)
+  params = jax.eval_shape(tiny().init, jax.random.key(0), IMAGES)
 
   def program(unroll):
-    return jax.jit(ViT(**TINY, encoder_unroll=unroll).apply).lower(params, IMAGES).as_text()
+    return jax.jit(tiny(encoder_unroll=unroll).apply).lower(params, IMAGES).as_text()
 
   assert "stablehlo.while" not in program(3)
   assert "stablehlo.while" in program(1)
@@ -64,4 +68,4 @@ def test_unroll_to_depth_leaves_no_loop():
 ])
 def test_bad_unroll_names_the_field(fields, message):
   with pytest.raises(ValueError, match=message):
-    ViT(**TINY, **fields).init(jax.random.key(0), IMAGES)
+    tiny(**fields).init(jax.random.key(0), IMAGES)

@@ -8,10 +8,16 @@ import pytest
 from vit_spectral.configs import digits_vit
 from vit_spectral.training.config_checks import validate_model
 from vit_spectral.layers import FeatScale
-from vit_spectral.models import ViT, scan_to_loop
+from vit_spectral.models import build_model, scan_to_loop
+from vit_spectral.models.build import model_spec
 from vit_spectral.training.optim import param_path, weight_decay_mask
 
-FIELDS = dict(num_classes=10, patch_size=2, hidden_size=16, depth=2, num_heads=2, mlp_dim=32)
+FIELDS = dict(patch_size=2, hidden_size=16, depth=2, num_heads=2, mlp_dim=32)
+
+
+def vit(**fields):
+  """The small ViT (10 classes) with `fields` (config form) changed."""
+  return build_model(dict(FIELDS, **fields), num_classes=10)
 
 
 def test_feat_scale_reweights_dc_and_hc_per_channel():
@@ -32,8 +38,8 @@ def test_feat_scale_reweights_dc_and_hc_per_channel():
 @pytest.mark.parametrize("attention", ["dot_product", "attn_scale"])
 def test_zero_scales_give_exactly_the_plain_block_with_any_attention(attention):
   x = jax.random.normal(jax.random.key(1), (2, 8, 8, 1))
-  plain = ViT(**FIELDS, attention=attention)
-  scaled = ViT(**FIELDS, attention=attention, block_options=dict(feat_scale=True))
+  plain = vit(attention=dict(name=attention))
+  scaled = vit(attention=dict(name=attention), block=dict(feat_scale=True))
   params = jax.jit(plain.init)(jax.random.key(0), x)["params"]
   params["head"]["kernel"] = jax.random.normal(jax.random.key(2), params["head"]["kernel"].shape)
   init = jax.jit(scaled.init)(jax.random.key(0), x)["params"]["encoder"]["encoderblock"]["feat_scale"]
@@ -51,7 +57,7 @@ def test_zero_scales_give_exactly_the_plain_block_with_any_attention(attention):
 
 def test_scale_parameters_are_never_weight_decayed_in_scan_or_loop_layout():
   x = jnp.zeros((1, 8, 8, 1))
-  model = ViT(**FIELDS, attention="attn_scale", block_options=dict(feat_scale=True))
+  model = vit(attention=dict(name="attn_scale"), block=dict(feat_scale=True))
   shapes = jax.eval_shape(model.init, jax.random.key(0), x)["params"]
   params = jax.tree_util.tree_map(lambda a: np.zeros(a.shape, a.dtype), shapes)
   for tree in (params, scan_to_loop(params)):
@@ -65,12 +71,12 @@ def test_scale_parameters_are_never_weight_decayed_in_scan_or_loop_layout():
 def test_feat_scale_config_is_checked():
   config = digits_vit.get_config()
   config.model.block = dict(feat_scale=True)
-  validate_model(config.model, 8)
+  validate_model(model_spec(config.model), 8)
   config.model.block = dict(featscale=True)
   with pytest.raises(ValueError, match="feat_scale"):
-    validate_model(config.model, 8)
+    validate_model(model_spec(config.model), 8)
   with pytest.raises(ValueError, match="model.block.feat_scale='yes'"):
-    bad = ViT(**FIELDS, block_options=dict(feat_scale="yes"))
+    bad = vit(block=dict(feat_scale="yes"))
     jax.eval_shape(bad.init, jax.random.key(0), jnp.zeros((1, 8, 8, 1)))
 
 
@@ -96,7 +102,7 @@ def test_authors_deit_form_adds_the_reweighted_parts_twice():
 
 def test_authors_deit_form_in_a_vit_equals_the_equations_with_doubled_scales():
   x = jax.random.normal(jax.random.key(4), (2, 8, 8, 1))
-  forms = {form: ViT(**FIELDS, block_options=dict(feat_scale=True, feat_scale_form=form))
+  forms = {form: vit(block=dict(feat_scale=True, feat_scale_form=form))
            for form in ("equations", "authors_deit")}
   params = jax.jit(forms["equations"].init)(jax.random.key(0), x)["params"]
   params["head"]["kernel"] = jax.random.normal(jax.random.key(2), params["head"]["kernel"].shape)
@@ -115,10 +121,10 @@ def test_authors_deit_form_in_a_vit_equals_the_equations_with_doubled_scales():
 def test_feat_scale_form_is_reachable_from_config_and_checked():
   config = digits_vit.get_config()
   config.model.block = dict(feat_scale=True, feat_scale_form="authors_deit")
-  validate_model(config.model, 8)
+  validate_model(model_spec(config.model), 8)
   config.model.block = dict(feat_scale=True, feat_scale_form="authors")
   with pytest.raises(ValueError, match=r"model.block.feat_scale_form='authors'; choose one "
                      r"of \['equations', 'authors_deit'\]"):
-    validate_model(config.model, 8)
+    validate_model(model_spec(config.model), 8)
   with pytest.raises(ValueError, match=r"FeatScale.form='twice'; choose one of"):
     FeatScale(form="twice").init(jax.random.key(0), jnp.zeros((1, 3, 2)))

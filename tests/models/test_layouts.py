@@ -7,12 +7,22 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from vit_spectral.models import (Block, ViT, layer_fields, layer_trees, loop_to_scan,
-                                 model_layout, per_layer, scan_to_loop, to_layout,
-                                 tree_layout, with_layer_trees)
+from vit_spectral.models import (Block, BlockSpec, TokenLayout, build_model, layer_fields,
+                                 layer_trees, loop_to_scan, model_layout, per_layer,
+                                 scan_to_loop, to_layout, tree_layout, with_layer_trees)
 
 IMAGES = jax.random.normal(jax.random.key(0), (2, 8, 8, 1))
-TINY = dict(num_classes=3, patch_size=4, hidden_size=16, depth=3, num_heads=2, mlp_dim=16)
+TINY = dict(patch_size=4, hidden_size=16, depth=3, num_heads=2, mlp_dim=16)
+
+
+def tiny(**fields):
+  """The tiny ViT (3 classes) with `fields` (config form) changed."""
+  return build_model(dict(TINY, **fields), num_classes=3)
+
+
+def looped(model):
+  """`model` with its encoder in loop mode."""
+  return model.clone(encoder=model.encoder.replace(mode="loop"))
 
 
 def hand_tree(depth=4):
@@ -87,24 +97,24 @@ def test_malformed_trees_are_refused():
 
 
 def test_layer_fields_merge_block_options_and_overrides_and_build_the_models_blocks():
-  model = ViT(**dict(TINY, depth=4), attention_kwargs={"qkv_bias": False},
-              block_options={"feat_scale": True},
-              layer_overrides=({"start": 1, "stop": 3, "block": {"mlp_dim": 24},
-                                "attention": {"value_output": "minus"}},))
+  model = tiny(depth=4, attention=dict(name="dot_product", qkv_bias=False),
+               block={"feat_scale": True},
+               layer_overrides=({"start": 1, "stop": 3, "block": {"mlp_dim": 24},
+                                 "attention": {"value_output": "minus"}},))
   fields = layer_fields(model)
   assert [f["mlp_dim"] for f in fields] == [16, 24, 24, 16]
   assert [f["attention_kwargs"] for f in fields] == [
       {"qkv_bias": False}, *[{"qkv_bias": False, "value_output": "minus"}] * 2, {"qkv_bias": False}]
   assert all(f["feat_scale"] and f["num_heads"] == 2 for f in fields)
   assert model_layout(model) == (1, 2, 1)
-  assert model_layout(model.clone(encoder_mode="loop")) is None
-  assert model_layout(ViT(**TINY)) == (3,)
+  assert model_layout(looped(model)) is None
+  assert model_layout(tiny()) == (3,)
   params = jax.eval_shape(model.init, jax.random.key(0), IMAGES)["params"]
   assert tree_layout(params) == model_layout(model)
   # Blocks built from the fields have exactly the model's per-layer parameters.
   x = jnp.zeros((2, 5, 16))
   for fields_i, tree in zip(fields, layer_trees(params)):
-    block = Block(**fields_i, grid_size=(2, 2), num_prefix_tokens=1)
+    block = Block(BlockSpec(**fields_i), TokenLayout((2, 2), 1))
     shapes = jax.eval_shape(block.init, jax.random.key(0), (x, None), 0.0)["params"]
     chex.assert_trees_all_equal_shapes(shapes, tree)
 
@@ -112,9 +122,9 @@ def test_layer_fields_merge_block_options_and_overrides_and_build_the_models_blo
 def test_one_models_weights_in_three_layouts_give_the_same_network():
   """One stack, two segments (an override that changes nothing at eval) and the
   loop: the converted weights compute the same logits and sow the same layers."""
-  scan = ViT(**TINY)
+  scan = tiny()
   segmented = scan.clone(layer_overrides=({"start": 1, "stop": 3, "block": {"dropout_rate": 0.1}},))
-  loop = scan.clone(encoder_mode="loop")
+  loop = looped(scan)
   params = jax.jit(scan.init)(jax.random.key(1), IMAGES)["params"]
   rng = np.random.default_rng(0)
   params = jax.tree_util.tree_map(lambda a: a + 0.05 * rng.standard_normal(a.shape, np.float32),

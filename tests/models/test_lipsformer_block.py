@@ -9,16 +9,17 @@ from vit_spectral.configs import common
 from vit_spectral.training import config_checks
 from vit_spectral.attention import get_attention
 from vit_spectral.layers import GridConv, MlpBlock, get_norm
-from vit_spectral.models import Block, ViT
+from vit_spectral.models import Block, BlockSpec, TokenLayout, build_model
+from vit_spectral.models.build import model_spec
 
 D, HEADS, MLP, GRID = 16, 2, 32, (2, 3)
 TOKENS = 1 + GRID[0] * GRID[1]
 
 
-def make_block(**options):
-  fields = dict(num_heads=HEADS, mlp_dim=MLP, grid_size=GRID, num_prefix_tokens=1)
+def make_block(grid_size=GRID, deterministic=True, **options):
+  fields = dict(num_heads=HEADS, mlp_dim=MLP)
   fields.update(options)
-  return Block(**fields)
+  return Block(BlockSpec(**fields), TokenLayout(grid_size, 1), deterministic=deterministic)
 
 
 def reference(block, params, x):
@@ -28,17 +29,18 @@ def reference(block, params, x):
   pre-normed (pre_norm) or followed by the norm of the residual sum (post-norm
   and LipsFormer, Table 1).
   """
-  norm = get_norm(block.norm)()
-  attn = get_attention(block.attention)(num_heads=HEADS, **dict(block.attention_kwargs or {}))
+  spec = block.spec
+  norm = get_norm(spec.norm)()
+  attn = get_attention(spec.attention)(num_heads=HEADS, **dict(spec.attention_kwargs or {}))
   alpha = lambda suffix: params.get(f"alpha{suffix}", 1.0)
-  if block.conv_block:
-    dw = GridConv(GRID, 1, block.conv_kernel_size, True).apply({"params": params["conv_dw"]}, x)
+  if spec.conv_block:
+    dw = GridConv(GRID, 1, spec.conv_kernel_size, True).apply({"params": params["conv_dw"]}, x)
     x = x + alpha("_conv") * GridConv(GRID, 1, 1, False).apply({"params": params["conv_pw"]}, dw)
   branches = [("1", lambda p, y: attn.apply({"params": p}, y)[0], "attention"),
               ("2", lambda p, y: MlpBlock(MLP).apply({"params": p}, y), "mlp")]
   for suffix, f, name in branches:
     n = lambda y: norm.apply({"params": params[f"norm{suffix}"]}, y)
-    if block.block_order == "pre_norm":
+    if spec.block_order == "pre_norm":
       x = x + alpha(suffix) * f(params[name], n(x))
     else:                                       # post-norm and LipsFormer (Table 1)
       x = n(x + alpha(suffix) * f(params[name], x))
@@ -87,11 +89,11 @@ def test_lipsformer_block_has_two_center_norms_and_one_conv_branch():
 
 def test_block_branches_describe_the_built_block():
   fields = CASES["lipsformer"]
-  specs = Block.branches(fields)
+  specs = BlockSpec(**fields).branches()
   assert [s.name for s in specs] == ["conv", "attention", "mlp"]
   assert [(s.pre_norm, s.post_norm) for s in specs] == [(False, False), (False, True),
                                                          (False, True)]
-  assert Block.ends_in_norm(fields) and not Block.ends_in_norm({})
+  assert BlockSpec(**fields).ends_in_norm() and not BlockSpec().ends_in_norm()
   params = make_block(**fields).init(jax.random.key(1), (jnp.zeros((1, TOKENS, D)), None),
                                      0.0)["params"]
   declared = set()
@@ -99,19 +101,19 @@ def test_block_branches_describe_the_built_block():
     declared |= set(spec.modules) | {f"alpha{spec.suffix}"}
     declared |= {f"norm{spec.suffix}"} if spec.pre_norm or spec.post_norm else set()
   assert declared == set(params)
-  stream = Block.branches(dict(attention_residual="none", use_mlp=False))
+  stream = BlockSpec(attention_residual="none", use_mlp=False).branches()
   assert [(s.name, s.residual, s.pre_norm) for s in stream] == [("attention", False, True)]
 
 
 @pytest.mark.parametrize("order,final_norm", [("pre_norm", True), ("post_norm", False),
                                               ("lipsformer", False)])
 def test_encoder_norm_only_after_a_block_that_does_not_end_in_one(order, final_norm):
-  model = ViT(num_classes=0, patch_size=2, hidden_size=D, depth=2, num_heads=HEADS,
-              mlp_dim=MLP, norm="center_norm",
-              block_options=dict(block_order=order, residual_alpha=0.5),
-              # Both applies take the same attention path, so "as is" means bit-equal
-              # (without intermediates, "auto" would pick the fused path).
-              attention_kwargs=dict(implementation="explicit"))
+  model = build_model(dict(
+      patch_size=2, hidden_size=D, depth=2, num_heads=HEADS, mlp_dim=MLP, norm="center_norm",
+      block=dict(block_order=order, residual_alpha=0.5),
+      # Both applies take the same attention path, so "as is" means bit-equal
+      # (without intermediates, "auto" would pick the fused path).
+      attention=dict(implementation="explicit")), num_classes=0)
   images = jax.random.normal(jax.random.key(0), (2, 4, 6, 1))
   params = model.init(jax.random.key(1), images)["params"]
   assert ("encoder_norm" in params["encoder"]) == final_norm
@@ -161,12 +163,12 @@ def test_lipsformer_evaluation_is_the_mean_of_training_without_rescaling(encoder
   # affine, so the model's output is affine in the last block's mask and the
   # evaluation output must be the mean of the training outputs over drop masks
   # (first block: rate 0; second: p = 0.5, a traced rate in scan mode).
-  model = lambda: ViT(
-      num_classes=0, patch_size=2, hidden_size=D, depth=2, num_heads=HEADS, mlp_dim=MLP,
-      norm="center_norm", attention="cosine", attention_kwargs=dict(tau=12.0),
+  model = lambda: build_model(dict(
+      patch_size=2, hidden_size=D, depth=2, num_heads=HEADS, mlp_dim=MLP,
+      norm="center_norm", attention=dict(name="cosine", tau=12.0),
       drop_path_rate=0.5, encoder_mode=encoder_mode,
-      block_options=dict(block_order="lipsformer", residual_alpha=0.5, use_mlp=False,
-                         drop_path_rescale=False))
+      block=dict(block_order="lipsformer", residual_alpha=0.5, use_mlp=False,
+                 drop_path_rescale=False)), num_classes=0)
   images = jax.random.normal(jax.random.key(0), (2, 4, 6, 1))
   variables = model().init(jax.random.key(1), images)
   n = 2000
@@ -193,6 +195,6 @@ def test_config_checks_reject_a_bad_block_order():
   model = common.model_config(hidden_size=16, depth=2, num_heads=2, mlp_dim=32, patch_size=2,
                               block=dict(block_order="sandwich"))
   with pytest.raises(ValueError, match="model.block.block_order"):
-    config_checks.validate_model(model, image_size=8)
+    config_checks.validate_model(model_spec(model), image_size=8)
   model.block = dict(block_order="lipsformer", residual_alpha=0.1, conv_block=True)
-  config_checks.validate_model(model, image_size=8)
+  config_checks.validate_model(model_spec(model), image_size=8)

@@ -58,7 +58,7 @@ def test_deit_small_from_safetensors_scan_layout_equals_timm(deit, images, tmp_p
   path = tmp_path / "model.safetensors"
   save_file(weights, str(path))
   model, variables = load_timm(str(path), "deit_small_patch16_224")
-  assert model.encoder_mode == "scan"
+  assert model.encoder.mode == "scan"
   assert variables["params"]["encoder"]["encoderblock"]["mlp"]["fc1"]["kernel"].shape == (
       12, 384, 1536)
   logits = model.apply(variables, images)

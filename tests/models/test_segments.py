@@ -6,16 +6,17 @@ import pytest
 
 from vit_spectral.configs import digits_vit
 from vit_spectral.training import config_checks
-from vit_spectral.models import ViT, build_model, loop_to_scan, model_layout, per_layer, scan_to_loop
-from vit_spectral.models.segments import layer_kwargs, segments, star_overrides
+from vit_spectral.models import (BlockSpec, build_model, loop_to_scan, model_layout, per_layer,
+                                 scan_to_loop)
+from vit_spectral.models.segments import layer_specs, segments, star_overrides
 from vit_spectral.training.optim import weight_decay_mask
 
 IMAGES = jax.random.normal(jax.random.key(0), (2, 8, 8, 1))
 
 
 def tiny(**kw):
-  fields = dict(num_classes=3, patch_size=4, hidden_size=8, depth=4, num_heads=2, mlp_dim=16)
-  return ViT(**dict(fields, **kw))
+  fields = dict(patch_size=4, hidden_size=8, depth=4, num_heads=2, mlp_dim=16)
+  return build_model(dict(fields, **kw), 3)
 
 
 def init_params(model):
@@ -23,19 +24,22 @@ def init_params(model):
 
 
 def test_segments_group_consecutive_identical_layers():
-  base = {"num_heads": 2, "attention": "dot_product", "attention_kwargs": {"a": 1}}
+  base = BlockSpec(num_heads=2, mlp_dim=16, attention="dot_product",
+                   attention_kwargs={"qkv_bias": False})
   overrides = [{"start": 0, "stop": 2, "attention": {"value_output": "minus"}},
                {"start": 4, "stop": 6, "block": {"mlp_dim": 7}},
-               {"start": 5, "stop": 6, "attention": {"name": "other", "b": 2}}]
-  segs = segments(6, base, overrides)
+               {"start": 5, "stop": 6, "attention": {"name": "cosine", "learnable_tau": False}}]
+  layers = layer_specs(6, base, overrides)
+  segs = segments(layers)
   assert [(s.start, s.stop) for s in segs] == [(0, 2), (2, 4), (4, 5), (5, 6)]
-  layers = layer_kwargs(6, base, overrides)
-  assert layers[0]["attention_kwargs"] == {"a": 1, "value_output": "minus"}
+  assert [s.spec for s in segs] == [layers[0], layers[2], layers[4], layers[5]]
+  assert layers[0].attention_kwargs == {"qkv_bias": False, "value_output": "minus"}
   assert layers[3] == base
-  assert layers[4]["mlp_dim"] == 7 and layers[4]["attention_kwargs"] == {"a": 1}
+  assert layers[4].mlp_dim == 7 and layers[4].attention_kwargs == {"qkv_bias": False}
   # Another variant replaces the shared options instead of merging into them.
-  assert layers[5]["attention"] == "other" and layers[5]["attention_kwargs"] == {"b": 2}
-  assert len(segments(6, base, [{"start": 1, "stop": 3, "attention": {"a": 1}}])) == 1
+  assert layers[5].attention == "cosine" and layers[5].attention_kwargs == {"learnable_tau": False}
+  same = layer_specs(6, base, [{"start": 1, "stop": 3, "attention": {"qkv_bias": False}}])
+  assert len(segments(same)) == 1
 
 
 def test_no_op_overrides_keep_the_single_stack_names():

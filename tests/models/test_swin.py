@@ -18,7 +18,9 @@ from vit_spectral.layers.windows import relative_position_index
 from vit_spectral.models.build import build_model
 from vit_spectral.models.layouts import layer_trees, to_layout, tree_layout
 from vit_spectral.models.pretrained import load_timm
+from vit_spectral.models.specs import BlockSpec, EncoderSpec
 from vit_spectral.models.swin import Swin
+from vit_spectral.models.token_layouts import WindowLayout
 from vit_spectral.models.vit import Block
 
 # timm 1.0.31, `sum(p.numel() for p in timm.create_model(name).parameters())` for
@@ -29,8 +31,12 @@ TIMM_COUNTS = {"Swin-T": 28_288_354, "Swin-S": 49_606_258, "Swin-B": 87_768_224}
 # four α vectors) counts 30_908_578 by the same arithmetic: 226_560 more.
 LIPSFORMER_SWIN_T = 30_682_018
 
-TINY = dict(embed_dim=8, depths=(2, 2), num_heads=(2, 4), patch_size=2, window_size=2,
-            encoder_mode="loop")
+TINY = dict(embed_dim=8, depths=(2, 2), num_heads=(2, 4), patch_size=2, window_size=2)
+
+
+def tiny_swin(block=BlockSpec(), mode="loop", **fields):
+  """The tiny Swin (no head) with `fields` changed, its encoders in `mode`."""
+  return Swin(num_classes=0, block=block, encoder=EncoderSpec(mode=mode), **dict(TINY, **fields))
 
 
 def count(model, side=224):
@@ -73,10 +79,10 @@ def test_a_missing_swin_tensor_is_named():
 
 def shifted_block():
   """A Block on a 4x4 grid, 2x2 windows shifted by (1, 1), no MLP, with the bias."""
-  return Block(num_heads=2, mlp_dim=8, grid_size=(4, 4), window_size=(2, 2),
-               window_shift=(1, 1), use_mlp=False,
-               attention_kwargs={"relative_position_bias": True,
-                                 "implementation": "explicit"})
+  spec = BlockSpec(num_heads=2, mlp_dim=8, use_mlp=False,
+                   attention_kwargs={"relative_position_bias": True,
+                                     "implementation": "explicit"})
+  return Block(spec, WindowLayout((4, 4), window=(2, 2), shift=(1, 1)))
 
 
 def region(pos, shift=1, window=2):
@@ -151,7 +157,8 @@ def test_feat_scale_on_shifted_windows_takes_the_mean_of_the_merged_stage_map(fo
   tokens of the image (the authors' swin_featscale.py), not over each window's
   4. NumPy: the merged attention output M, then M + DC·s + (M − DC)·t."""
   form_field = {} if form == "equations" else {"feat_scale_form": form}   # the default
-  block = shifted_block().clone(feat_scale=True, **form_field)
+  block = shifted_block()
+  block = block.clone(spec=block.spec.replace(feat_scale=True, **form_field))
   x = jax.random.normal(jax.random.key(3), (2, 16, 8))
   params = block.init(jax.random.key(4), (x, None), 0.0)["params"]
   assert set(params["feat_scale"]) == {"dc_scale", "hc_scale"}    # where they always were
@@ -199,7 +206,7 @@ def test_relative_position_bias_off_adds_no_parameters_and_changes_nothing():
   attention = get_attention("dot_product")(num_heads=2, grid_size=(2, 3))
   params = attention.init(jax.random.key(0), x)["params"]
   assert set(params) == {"query", "key", "value", "out"}
-  model = Swin(num_classes=0, relative_position_bias=False, **TINY)
+  model = tiny_swin(relative_position_bias=False)
   shapes = jax.eval_shape(lambda v: model.init(jax.random.key(0), v),
                           jax.ShapeDtypeStruct((1, 16, 16, 3), jnp.float32))
   assert not [p for p in flat(shapes["params"]) if "relative_position" in p]
@@ -207,9 +214,9 @@ def test_relative_position_bias_off_adds_no_parameters_and_changes_nothing():
 
 def test_attn_scale_and_feat_scale_at_zero_leave_swin_unchanged():
   images = tiny_images()
-  base = Swin(num_classes=0, **TINY)
+  base = tiny_swin()
   params = jax.jit(base.init)(jax.random.key(0), images)["params"]
-  both = Swin(num_classes=0, attention="attn_scale", block_options={"feat_scale": True}, **TINY)
+  both = tiny_swin(BlockSpec(attention="attn_scale", feat_scale=True))
   new = flat(jax.jit(both.init)(jax.random.key(1), images)["params"])
   old = flat(params)
   added = sorted(set(new) - set(old))
@@ -229,9 +236,9 @@ def test_attn_scale_and_feat_scale_at_zero_leave_swin_unchanged():
 
 def test_scan_and_loop_layouts_give_the_same_logits():
   images = tiny_images(side=32)
-  fields = dict(TINY, window_size=4, depths=(3, 2))
-  loop = Swin(num_classes=0, **dict(fields, encoder_mode="loop"))
-  scan = Swin(num_classes=0, **dict(fields, encoder_mode="scan"))
+  fields = dict(window_size=4, depths=(3, 2))
+  loop = tiny_swin(mode="loop", **fields)
+  scan = tiny_swin(mode="scan", **fields)
   params = jax.jit(loop.init)(jax.random.key(0), images)["params"]
   abstract = jax.eval_shape(lambda v: scan.init(jax.random.key(0), v), images)["params"]
   stacked = {k: (to_layout(v, tree_layout(abstract[k])) if k.startswith("stage_") else v)
@@ -244,27 +251,29 @@ def test_scan_and_loop_layouts_give_the_same_logits():
 
 def test_lipsformer_swin_and_eigen_value_output_run():
   images = tiny_images()
-  lips = build_model({"variant": "LipsFormer-Swin-T", **TINY}, num_classes=3)
+  lips = build_model({"variant": "LipsFormer-Swin-T", **TINY, "encoder_mode": "loop"},
+                     num_classes=3)
   variables = jax.jit(lips.init)(jax.random.key(0), images)
   assert "reduction" in variables["params"]["stage_1"]["merge"]
   assert variables["params"]["stage_1"]["merge"]["reduction"]["kernel"].shape == (2, 2, 8, 16)
   assert np.isfinite(jax.jit(lips.apply)(variables, images)).all()
   figures = probe(lips, variables, images)     # the token figures of all 4 blocks, by stage
   assert figures["hc_dc_ratio"].shape == (4, 2) and list(figures["stage"]) == [0, 0, 1, 1]
-  eigen = Swin(num_classes=0, attention_kwargs={"value_output": "minus"}, **TINY)
+  eigen = tiny_swin(BlockSpec(attention_kwargs={"value_output": "minus"}))
   out = jax.jit(eigen.apply)(jax.jit(eigen.init)(jax.random.key(0), images), images)
   assert np.isfinite(out).all()
 
 
 @pytest.mark.parametrize("fields, side, message", [
-    ({"attention": "hopfield"}, 16, "cannot cross stages whose token counts differ"),
+    ({"block": BlockSpec(attention="hopfield")}, 16,
+     "cannot cross stages whose token counts differ"),
     ({}, 18, "must be divisible by"),
     ({}, 12, "does not tile stage 1's 3x3 token grid"),
-    ({"attention_kwargs": {"relative_position_bias": False}}, 16,
+    ({"block": BlockSpec(attention_kwargs={"relative_position_bias": False})}, 16,
      "use model.relative_position_bias"),
     ({"merge": "pool"}, 16, "model.merge='pool'"),
 ])
 def test_clear_errors(fields, side, message):
-  model = Swin(num_classes=0, **dict(TINY, **fields))
+  model = tiny_swin(**fields)
   with pytest.raises(ValueError, match=message):
     model.init(jax.random.key(0), tiny_images(side=side))

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from vit_spectral import models
-from vit_spectral.models import MODEL_NAMES, ViT, build_model, loop_to_scan, per_layer, scan_to_loop
+from vit_spectral.models import MODEL_NAMES, build_model, loop_to_scan, per_layer, scan_to_loop
 
 # Parameter counts published for the DeiT/ViT ImageNet models (224², 1000 classes,
 # CLS token, learned position embedding), as listed by timm.
@@ -54,10 +54,9 @@ def test_every_registered_name_is_tested():
 
 
 def tiny_vit(**kw):
-  fields = dict(num_classes=10, patch_size=2, hidden_size=32, depth=3, num_heads=4,
-                mlp_dim=64)
+  fields = dict(patch_size=2, hidden_size=32, depth=3, num_heads=4, mlp_dim=64)
   fields.update(kw)
-  return ViT(**fields)
+  return build_model(fields, num_classes=10)
 
 
 @pytest.mark.parametrize("pooling,posemb", [("cls", "learned"), ("mean", "sincos2d")])
@@ -110,7 +109,7 @@ def test_drop_path_and_dropout_only_act_in_training():
 
 def test_bfloat16_compute_keeps_float32_params_and_logits():
   x = jnp.ones((2, 8, 8, 1))
-  model = tiny_vit(dtype=jnp.bfloat16)
+  model = tiny_vit(dtype="bfloat16")
   variables = jax.eval_shape(model.init, jax.random.key(0), x)
   assert all(a.dtype == jnp.float32 for a in jax.tree_util.tree_leaves(variables))
   assert jax.eval_shape(model.apply, variables, x).dtype == jnp.float32
