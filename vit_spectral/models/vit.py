@@ -13,7 +13,7 @@ memory (None for stateless variants).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import flax.linen as nn
 import jax
@@ -131,11 +131,6 @@ class Block(nn.Module):
       tokens the attention and convolutions see, and the windows, if any.
     deterministic: disables dropout and drop-path.
   """
-  # The per-channel residual weights α are on the token stream, which every
-  # tensor-parallel device holds whole (`training.sharding`).
-  PARAM_AXES: ClassVar[Mapping[str, tuple[str | None, ...]]] = {
-      f"alpha{suffix}": ("embed",) for suffix in ("1", "2", "_conv", "_conv2")}
-
   spec: BlockSpec
   layout: TokenLayout = TokenLayout()
   deterministic: bool = True
