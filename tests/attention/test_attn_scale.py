@@ -8,7 +8,7 @@ import pytest
 from vit_spectral.analysis import hc_dc_ratio
 from vit_spectral.attention import apply_weights, get_attention
 from vit_spectral.attention.attn_scale import AttnScaleAttention, all_pass_apply, all_pass_weights
-from vit_spectral.models import ViT
+from vit_spectral.models import build_model
 
 
 def softmax(p):
@@ -70,8 +70,9 @@ def test_module_output_and_sown_map_match_a_direct_computation():
 
 
 def test_zero_omega_gives_exactly_the_baseline_vit():
-  fields = dict(num_classes=10, patch_size=2, hidden_size=32, depth=2, num_heads=4, mlp_dim=64)
-  baseline, scaled = ViT(**fields), ViT(**fields, attention="attn_scale")
+  fields = dict(patch_size=2, hidden_size=32, depth=2, num_heads=4, mlp_dim=64)
+  baseline = build_model(fields, num_classes=10)
+  scaled = build_model(dict(fields, attention=dict(name="attn_scale")), num_classes=10)
   x = jax.random.normal(jax.random.key(1), (2, 8, 8, 1))
   params = jax.jit(baseline.init)(jax.random.key(0), x)["params"]
   params["head"]["kernel"] = jax.random.normal(jax.random.key(2), params["head"]["kernel"].shape)

@@ -14,7 +14,7 @@ import pytest
 
 from vit_spectral import attention
 from vit_spectral.analysis import probe
-from vit_spectral.models import ViT, per_layer
+from vit_spectral.models import build_model, per_layer
 
 BATCH, WIDTH, HEADS = 2, 6, 2             # head width 3: 1/√3 is no power of two
 GRID, PREFIX = (2, 2), 1
@@ -130,8 +130,9 @@ def test_fused_gradients_equal_explicit(name, fused_calls):
 
 def test_auto_is_fused_unless_the_maps_are_recorded(fused_calls):
   # Traced only (jax.eval_shape): which path runs is decided while tracing.
-  model = ViT(num_classes=3, patch_size=4, hidden_size=WIDTH, depth=2, num_heads=HEADS,
-              mlp_dim=8, attention="attn_scale")           # implementation "auto"
+  model = build_model(dict(patch_size=4, hidden_size=WIDTH, depth=2, num_heads=HEADS,
+                           mlp_dim=8, attention=dict(name="attn_scale")),  # implementation "auto"
+                      num_classes=3)
   images = jax.ShapeDtypeStruct((BATCH, 8, 8, 3), jnp.float32)
   variables = {"params": jax.eval_shape(model.init, jax.random.key(0), images)["params"]}
   fused_calls.clear()                                # (init may take either path)

@@ -11,7 +11,8 @@ import pytest
 
 from vit_spectral.training import config_checks
 from vit_spectral.attention import causal_mask, get_attention, padding_mask
-from vit_spectral.models import Encoder, ViT, build_model, model_kwargs, per_layer, scan_to_loop
+from vit_spectral.models import (BlockSpec, Encoder, EncoderSpec, ViT, build, build_model,
+                                  model_kwargs, per_layer, scan_to_loop)
 
 HEADS, WIDTH, TOKENS, DEPTH = 2, 16, 5, 3
 
@@ -22,7 +23,7 @@ def tokens(seed=0, batch=2):
 
 def encoder(mode="scan", attention="hopfield", alpha=0.5, alpha_hidden=0.5, **block):
   kwargs = {} if attention != "hopfield" else dict(alpha=alpha, alpha_hidden=alpha_hidden)
-  return Encoder(depth=DEPTH, mode=mode, block_kwargs=dict(
+  return Encoder(depth=DEPTH, spec=EncoderSpec(mode=mode), block=BlockSpec(
       num_heads=HEADS, mlp_dim=2 * WIDTH, attention=attention, attention_kwargs=kwargs,
       **block))
 
@@ -46,15 +47,16 @@ def layer_params(params, i, mode):
 @pytest.mark.parametrize("mode", ["scan", "loop"])
 def test_zero_alphas_are_standard_attention_bit_for_bit(mode):
   images = jax.random.normal(jax.random.key(3), (2, 8, 8, 1))
-  vit = lambda **kw: ViT(num_classes=10, patch_size=2, hidden_size=WIDTH, depth=DEPTH,
-                         num_heads=HEADS, mlp_dim=2 * WIDTH, encoder_mode=mode, **kw)
-  hop = dict(attention="hopfield", attention_kwargs=dict(alpha=0.0, alpha_hidden=0.0))
+  vit = lambda **kw: build_model(dict(patch_size=2, hidden_size=WIDTH, depth=DEPTH,
+                                      num_heads=HEADS, mlp_dim=2 * WIDTH, encoder_mode=mode,
+                                      **kw), num_classes=10)
+  hop = dict(attention=dict(name="hopfield", alpha=0.0, alpha_hidden=0.0))
   pairs = [  # (Hopfield with α = α' = 0, the standard model it must equal)
       (vit(**hop), vit()),  # inner placement: the standard pre-norm block
       # replacing placement: α·x is the whole skip, so α = 0 is attention
       # without residual, i.e. the standard block with attention_residual="none".
-      (vit(**hop, block_options=dict(attention_residual="replace")),
-       vit(block_options=dict(attention_residual="none"))),
+      (vit(**hop, block=dict(attention_residual="replace")),
+       vit(block=dict(attention_residual="none"))),
   ]
   for hopfield, standard in pairs:
     params = perturbed_init(standard, images)
@@ -63,7 +65,7 @@ def test_zero_alphas_are_standard_attention_bit_for_bit(mode):
     np.testing.assert_array_equal(out_h, out_s)
     assert float(jnp.abs(out_s).max()) > 0
   # And the Hopfield variant with memory differs from the standard model.
-  memory = vit(attention="hopfield", attention_kwargs=dict(alpha=0.0, alpha_hidden=0.5))
+  memory = vit(attention=dict(name="hopfield", alpha=0.0, alpha_hidden=0.5))
   assert not np.allclose(jax.jit(memory.apply)({"params": params}, images), out_s)
 
 
@@ -210,7 +212,7 @@ def model_config(**fields):
 ])
 def test_bad_options_raise_naming_the_field(fields, message):
   with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("(", r"\(")):
-    config_checks.validate_model(model_config(**fields), image_size=8)
+    config_checks.validate_model(build.model_spec(model_config(**fields)), image_size=8)
     model = build_model(model_config(**fields), num_classes=10)
     jax.eval_shape(model.init, jax.random.key(0), jnp.zeros((1, 8, 8, 1)))
 
@@ -228,6 +230,11 @@ def test_paper_004_recipes_validate(config_file, arg, depth, block):
   config = importlib.import_module(f"vit_spectral.configs.{config_file}").get_config(arg)
   config_checks.validate_config(config)
   fields = model_kwargs(config.model)
-  assert fields["depth"] == depth and dict(fields.get("block_options") or {}) == block
+  assert fields["depth"] == depth
+  # Exactly these block options differ from the defaults (the old block_options).
+  options = build.block_options(ViT)
+  spec, default = fields["block"], BlockSpec()
+  assert {k: getattr(spec, k) for k in options} == dict(
+      {k: getattr(default, k) for k in options}, **block)
   if "alpha=0.7" in arg:  # α' follows α unless set
-    assert fields["attention_kwargs"] == dict(alpha=0.7, alpha_hidden=0.7)
+    assert fields["block"].attention_kwargs == dict(alpha=0.7, alpha_hidden=0.7)

@@ -17,7 +17,7 @@ from vit_spectral.analysis import degenerate_heads, gaussian_heads, plot_attenti
 from vit_spectral.analysis.attention_centres import mass_radius
 from vit_spectral.attention import conv_to_quadratic_attention, get_attention, relative_shifts
 from vit_spectral.layers.space_to_depth import depth_to_space, space_to_depth
-from vit_spectral.models import ViT
+from vit_spectral.models import build_model
 
 GRID = (3, 4)
 
@@ -266,9 +266,10 @@ def test_space_to_depth_is_invertible_and_matches_patch_stem():
   np.testing.assert_array_equal(depth_to_space(space_to_depth(images, 2), 2), images)
   np.testing.assert_array_equal(space_to_depth(images, 2)[0, 1, 2, 3 * 3 + 1],
                                 images[0, 3, 5, 1])          # block (1, 1), channel 1
-  kw = dict(num_classes=0, patch_size=2, hidden_size=16, depth=1, num_heads=2,
-            mlp_dim=16, pooling="mean", posemb="none")
-  patch, s2d = ViT(**kw), ViT(stem="space_to_depth", **kw)
+  vit = lambda **kw: build_model(dict(patch_size=2, hidden_size=16, depth=1, num_heads=2,
+                                      mlp_dim=16, pooling="mean", posemb="none", **kw),
+                                 num_classes=0)
+  patch, s2d = vit(), vit(stem="space_to_depth")
   variables = jax.jit(patch.init)(jax.random.key(1), images)
   params = dict(variables["params"])
   conv = params["embedding"]
@@ -276,13 +277,14 @@ def test_space_to_depth_is_invertible_and_matches_patch_stem():
   np.testing.assert_allclose(s2d.apply({"params": params}, images),
                              patch.apply(variables, images), rtol=1e-5, atol=1e-5)
   with pytest.raises(ValueError, match="model.stem"):
-    jax.eval_shape(ViT(stem="conv", **kw).init, jax.random.key(0), images)
+    jax.eval_shape(vit(stem="conv").init, jax.random.key(0), images)
 
 
 def gaussian_vit(mode):
-  return ViT(num_classes=10, patch_size=2, hidden_size=16, depth=2, num_heads=4, mlp_dim=16,
-             stem="space_to_depth", pooling="mean", posemb="none", attention="gaussian",
-             attention_kwargs=dict(full_width_heads=True), encoder_mode=mode)
+  return build_model(dict(patch_size=2, hidden_size=16, depth=2, num_heads=4, mlp_dim=16,
+                          stem="space_to_depth", pooling="mean", posemb="none",
+                          attention=dict(name="gaussian", full_width_heads=True),
+                          encoder_mode=mode), num_classes=10)
 
 
 def with_precisions(params, mode):
@@ -322,9 +324,10 @@ def test_attention_centres_plot_and_contours(tmp_path):
   for mass in (0.5, 0.9):
     samples = np.random.default_rng(0).normal(size=(200_000, 2))
     assert abs(np.mean(np.linalg.norm(samples, axis=1) <= mass_radius(mass)) - mass) < 5e-3
-  model = ViT(num_classes=10, patch_size=2, hidden_size=16, depth=2, num_heads=3, mlp_dim=16,
-              pooling="mean", posemb="none", attention="quadratic",
-              attention_kwargs=dict(full_width_heads=True))
+  model = build_model(dict(patch_size=2, hidden_size=16, depth=2, num_heads=3, mlp_dim=16,
+                           pooling="mean", posemb="none",
+                           attention=dict(name="quadratic", full_width_heads=True)),
+                      num_classes=10)
   params = jax.jit(model.init)(jax.random.key(0), jnp.zeros((1, 8, 8, 1)))["params"]
   heads = gaussian_heads(params)
   alpha = np.exp(np.asarray(params["encoder"]["encoderblock"]["attention"]["log_alpha"]))
@@ -332,8 +335,8 @@ def test_attention_centres_plot_and_contours(tmp_path):
   path = tmp_path / "centres.png"
   fig = plot_attention_centres(params, path=str(path))
   assert path.stat().st_size > 1000 and len(fig.axes) == 2
-  relative = ViT(num_classes=10, patch_size=2, hidden_size=16, depth=1, num_heads=2, mlp_dim=16,
-                 attention="relative_learned")
+  relative = build_model(dict(patch_size=2, hidden_size=16, depth=1, num_heads=2, mlp_dim=16,
+                              attention=dict(name="relative_learned")), num_classes=10)
   with pytest.raises(ValueError, match="quadratic"):
     gaussian_heads(jax.jit(relative.init)(jax.random.key(0), jnp.zeros((1, 8, 8, 1)))["params"])
 
@@ -365,7 +368,6 @@ def test_paper_recipes_decay_everything_but_centres_and_widths(recipe_name, imag
   included: the recipe's mask (the one make_optimizer builds) must be that."""
   import importlib
   from vit_spectral import settings
-  from vit_spectral.models import build_model
   from vit_spectral.training import optim
   config = importlib.import_module(f"vit_spectral.configs.{recipe_name}").get_config(
       f"attention={name}")

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 from vit_spectral.analysis.eigen import h_matrix
 from vit_spectral.attention import get_attention, token_attentions
 from vit_spectral.attention import value_output as vo
-from vit_spectral.models import ViT
+from vit_spectral.models import build_model
 
 WIDTH, HEADS = 8, 2
 
@@ -124,8 +124,9 @@ def test_standard_keeps_dense_parameter_names():
 
 @pytest.mark.parametrize("name", token_attentions())
 def test_every_registered_variant_gets_the_reparameterization(name):
-  model = ViT(num_classes=3, patch_size=4, hidden_size=16, depth=1, num_heads=2, mlp_dim=16,
-              attention=name, attention_kwargs={"value_output": "minus"}, encoder_mode="loop")
+  model = build_model(dict(patch_size=4, hidden_size=16, depth=1, num_heads=2, mlp_dim=16,
+                           attention=dict(name=name, value_output="minus"),
+                           encoder_mode="loop"), num_classes=3)
   params = model.init(jax.random.key(0), jnp.zeros((1, 8, 8, 1)))["params"]
   attn = params["encoder"]["encoderblock_0"]["attention"]
   assert {vo.THETA, vo.PSI, "out_bias"} <= set(attn) and not {"value", "out"} & set(attn)
@@ -153,8 +154,8 @@ def test_bad_settings_raise_naming_the_field():
 def test_a_model_with_bad_value_output_settings_fails_at_trace_time(options, match):
   """Every variant checks its settings when traced (eval_shape of init: no compile)."""
   for name in ("dot_product", "gaussian"):
-    model = ViT(num_classes=3, patch_size=4, hidden_size=8, depth=1, num_heads=2, mlp_dim=8,
-                attention=name, attention_kwargs=options)
+    model = build_model(dict(patch_size=4, hidden_size=8, depth=1, num_heads=2, mlp_dim=8,
+                             attention=dict(name=name, **options)), num_classes=3)
     with pytest.raises(ValueError, match=match):
       jax.eval_shape(model.init, jax.random.key(0), jnp.zeros((1, 8, 8, 1)))
 
