@@ -53,21 +53,23 @@ import jax.numpy as jnp  # noqa: E402
 import ml_collections  # noqa: E402
 
 from vit_spectral.training import steps  # noqa: E402
-from vit_spectral.models import ViT  # noqa: E402
+from vit_spectral.models import ViT, build_model  # noqa: E402
 from vit_spectral.training.optim import make_optimizer  # noqa: E402
 from vit_spectral.training.train_state import TrainState  # noqa: E402
 
+# Each variant's `config.model` fields.
 VARIANTS = {
-    "baseline": dict(attention="dot_product"),
-    "attn_scale": dict(attention="attn_scale"),
-    "feat_scale": dict(attention="dot_product", block_options=dict(feat_scale=True)),
+    "baseline": dict(attention=dict(name="dot_product")),
+    "attn_scale": dict(attention=dict(name="attn_scale")),
+    "feat_scale": dict(attention=dict(name="dot_product"), block=dict(feat_scale=True)),
 }
 
 
 def build_step(args, variant: dict, batch):
   """Returns (jitted train step, initial state) for one variant."""
-  model = ViT(num_classes=1000, patch_size=args.patch, hidden_size=args.width,
-              depth=args.depth, num_heads=args.heads, mlp_dim=4 * args.width, **variant)
+  model = build_model(dict(patch_size=args.patch, hidden_size=args.width, depth=args.depth,
+                           num_heads=args.heads, mlp_dim=4 * args.width, **variant),
+                      num_classes=1000)
   return jitted_train_step(model, batch)
 
 

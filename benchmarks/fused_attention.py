@@ -42,11 +42,10 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
 
 from benchmarks.featscale_attnscale_overhead import (  # noqa: E402
     compiled_cost, jitted_train_step, time_interleaved, time_steps)
-from vit_spectral.models import ViT  # noqa: E402
+from vit_spectral.models import build_model  # noqa: E402
 
 IMPLEMENTATIONS = ("fused", "explicit")
 DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
@@ -55,10 +54,10 @@ DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"
 
 def build_step(args, variant: str, implementation: str, batch):
   """Returns (jitted train step, initial train state) for one configuration."""
-  model = ViT(num_classes=10, patch_size=args.patch, hidden_size=args.width,
-              depth=args.depth, num_heads=args.heads, mlp_dim=4 * args.width,
-              attention=variant, attention_kwargs=dict(implementation=implementation),
-              encoder_mode=args.encoder_mode, dtype=jnp.dtype(args.dtype))
+  model = build_model(dict(patch_size=args.patch, hidden_size=args.width, depth=args.depth,
+                           num_heads=args.heads, mlp_dim=4 * args.width,
+                           attention=dict(name=variant, implementation=implementation),
+                           encoder_mode=args.encoder_mode, dtype=args.dtype), num_classes=10)
   return jitted_train_step(model, batch)
 
 

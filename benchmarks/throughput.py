@@ -35,8 +35,8 @@ rules), on synthetic images. For each configuration it reports:
   python benchmarks/throughput.py --model=Swin-T --image=224 --batch=32   # a backbone
   python benchmarks/throughput.py --model=LipsFormer-Swin-T --image=224 --batch=32
 
-`--model` takes the ViT names and the other backbones' names
-(`models.variants.BACKBONE_NAMES`); a backbone keeps its own shape (no
+`--model` takes the ViT names and the other backbones' names (BACKBONE_NAMES:
+the registered names that are not ViT names); a backbone keeps its own shape (no
 --patch/--width/... overrides) and its own attention unless --attention is
 given, and has no analytic FLOP count (XLA's is reported).
 
@@ -75,13 +75,16 @@ import numpy as np  # noqa: E402
 from vit_spectral.attention import registered_attentions  # noqa: E402
 from vit_spectral.attention.base import IMPLEMENTATIONS  # noqa: E402
 from vit_spectral.attention.value_output import VALUE_OUTPUTS  # noqa: E402
-from vit_spectral.models import build_model  # noqa: E402
-from vit_spectral.models.variants import BACKBONE_NAMES, MODEL_NAMES, variant_fields  # noqa: E402
-from vit_spectral.models.vit import ENCODER_MODES  # noqa: E402
+from vit_spectral.models import build_model, registered_model_names  # noqa: E402
+from vit_spectral.models.specs import ENCODER_MODES  # noqa: E402
+from vit_spectral.models.variants import MODEL_NAMES, variant_fields  # noqa: E402
 from vit_spectral.training import sharding, steps  # noqa: E402
 from vit_spectral.training.optim import OptimSettings, make_optimizer  # noqa: E402
 from vit_spectral.training.train_state import TrainState  # noqa: E402
 
+# The other backbones' registered names (Swin, CaiT, CSwin, ...): every
+# registered name that is not a ViT name.
+BACKBONE_NAMES = tuple(n for n in registered_model_names() if n not in MODEL_NAMES)
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 DTYPES = ("float32", "bfloat16")
 NUM_CLASSES = 1000

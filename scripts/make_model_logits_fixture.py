@@ -21,12 +21,17 @@ import pathlib
 import jax
 import numpy as np
 
-from vit_spectral.models import build_model
+from vit_spectral.models import build_model, registered_model_names
+from vit_spectral.models.backbone import model_entry
 from vit_spectral.models.layouts import scan_to_loop
-from vit_spectral.models.variants import BACKBONE_NAMES, MODEL_NAMES
+from vit_spectral.models.variants import MODEL_NAMES
 
 OUT = pathlib.Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "model_logits"
 NUM_CLASSES = 3
+
+# The other backbones' registered names -> their family ("swin", "cait", "cswin").
+BACKBONE_NAMES = {name: model_entry(name)[0].__name__.lower()
+                  for name in registered_model_names() if name not in MODEL_NAMES}
 
 _ISOTROPIC = dict(hidden_size=8, depth=2, num_heads=2, mlp_dim=16)
 _SHRUNK = {

@@ -17,10 +17,11 @@ def test_recipes_validate_and_select_the_method(module, arg, depth, drop_path, d
   config = module.get_config(",".join(filter(None, [arg, f"method={method}"])))
   validate_config(config)
   fields = model_kwargs(config.model)
-  assert fields["depth"] == depth and fields["drop_path_rate"] == drop_path
-  assert fields.get("dropout_rate", 0.0) == dropout
-  assert fields["attention"] == ("attn_scale" if method == "attn_scale" else "dot_product")
-  assert fields.get("block_options", {}).get("feat_scale", False) == (method == "feat_scale")
+  block = fields["block"]
+  assert fields["depth"] == depth and fields["encoder"].drop_path_rate == drop_path
+  assert block.dropout_rate == dropout
+  assert block.attention == ("attn_scale" if method == "attn_scale" else "dot_product")
+  assert block.feat_scale == (method == "feat_scale")
   assert config.optim.weight_decay == 0.05 and config.label_smoothing == 0.1
 
 
@@ -38,10 +39,10 @@ def test_depth_24_reads_the_authors_drop_as_dropout_with_deits_drop_path(method)
   0.1; the 12-layer commands pass neither. Explicit arguments still win."""
   model = build_model(imagenet_deit_s_fourier.get_config(f"depth=24,method={method}").model,
                       1000)
-  assert (model.depth, model.dropout_rate, model.drop_path_rate) == (24, 0.2, 0.1)
+  assert (model.depth, model.block.dropout_rate, model.encoder.drop_path_rate) == (24, 0.2, 0.1)
   model = build_model(imagenet_deit_s_fourier.get_config(f"depth=12,method={method}").model,
                       1000)
-  assert (model.depth, model.dropout_rate, model.drop_path_rate) == (12, 0.0, 0.1)
+  assert (model.depth, model.block.dropout_rate, model.encoder.drop_path_rate) == (12, 0.0, 0.1)
   config = imagenet_deit_s_fourier.get_config(f"depth=24,method={method},dropout=0,"
                                               "drop_path=0.2")
   assert (config.model.dropout_rate, config.model.drop_path_rate) == (0.0, 0.2)
@@ -52,7 +53,7 @@ def test_the_authors_deit_feat_scale_form_is_one_field_away():
   assert config.model.block.feat_scale_form == "equations"     # eqs. 10-12 by default
   config.model.block.feat_scale_form = "authors_deit"
   validate_config(config)
-  assert model_kwargs(config.model)["block_options"]["feat_scale_form"] == "authors_deit"
+  assert model_kwargs(config.model)["block"].feat_scale_form == "authors_deit"
 
 
 @pytest.mark.parametrize("variant,drop_path", [("CaiT-XXS24", 0.05), ("CaiT-S24", 0.1)])
@@ -70,10 +71,12 @@ def test_cait_finetune_recipe_is_app_g1s(variant, drop_path, method):
   validate_config(config)
   model = build_model(config.model, 1000)
   assert isinstance(model, CaiT)
-  assert {k: getattr(model, k) for k in VARIANTS[variant]} == VARIANTS[variant]
-  assert model.attention == ("attn_scale" if method == "attn_scale" else "dot_product")
-  assert (model.block_options or {}).get("feat_scale", False) == (method == "feat_scale")
-  assert model.drop_path_rate == drop_path
+  shape = dict(patch_size=model.patch_size, hidden_size=model.hidden_size, depth=model.depth,
+               num_heads=model.block.num_heads, mlp_dim=model.block.mlp_dim)
+  assert shape == VARIANTS[variant]
+  assert model.block.attention == ("attn_scale" if method == "attn_scale" else "dot_product")
+  assert model.block.feat_scale == (method == "feat_scale")
+  assert model.encoder.drop_path_rate == drop_path
   assert config.num_epochs == 60 and config.optim.weight_decay == 5e-4
   assert config.optim.learning_rate == 5e-5
   batch = 2 * 128

@@ -9,7 +9,8 @@ from vit_spectral.configs import (digits_cswin, digits_swin, imagenet_swin, lips
                                   lipsformer_cswin_imagenet, lipsformer_digits,
                                   lipsformer_imagenet)
 from vit_spectral.training import config_checks
-from vit_spectral.models import build_model
+from vit_spectral.models import BlockSpec, build_model
+from vit_spectral.models.build import block_options, model_spec
 
 
 @pytest.mark.parametrize("module,arg,blocks", [
@@ -18,20 +19,24 @@ from vit_spectral.models import build_model
     (lipsformer_digits, None, 12)])
 def test_recipes_validate_and_follow_table_6(module, arg, blocks):
   config = module.get_config(arg)
-  config_checks.validate_model(config.model, config.input.image_size)
+  config_checks.validate_model(model_spec(config.model), config.input.image_size)
   assert config.optim.warmup_steps == 0 and config.optim.grad_clip_norm is None
   assert config.optim.name == "adamw" and config.optim.b1 == 0.9
   assert config.model.block.drop_path_rescale is False                   # App. J
   model = build_model(config.model, num_classes=10)
-  assert (model.norm, model.attention, model.kernel_init) == ("center_norm", "cosine", "spectral")
-  assert model.attention_kwargs["tau"] == 12.0 and model.depth == blocks
+  block = model.block
+  assert (block.norm, block.attention, block.kernel_init) == ("center_norm", "cosine", "spectral")
+  assert block.attention_kwargs["tau"] == 12.0 and model.depth == blocks
   # Table 6: α = 1/L, L the number of residual (transformer) blocks.
   assert config.model.block.residual_alpha == pytest.approx(1 / model.depth)
 
 
 def test_digits_baseline_is_the_plain_vit():
   model = build_model(lipsformer_digits.get_config("baseline=true").model, num_classes=10)
-  assert (model.norm, model.attention, model.block_options) == ("layer_norm", "dot_product", None)
+  assert (model.block.norm, model.block.attention) == ("layer_norm", "dot_product")
+  # No `model.block` option moved from the BlockSpec default.
+  default = BlockSpec()
+  assert all(getattr(model.block, f) == getattr(default, f) for f in block_options())
 
 
 def test_unknown_dataset_or_size_is_rejected():
@@ -66,7 +71,7 @@ def paper_alpha(model):
     (lipsformer_cswin_imagenet, "size=B")])
 def test_initial_alpha_follows_the_paper_and_the_authors_code(module, arg):
   model = build_model(module.get_config(arg).model, num_classes=10)
-  assert model.block_options["residual_alpha"] == pytest.approx(paper_alpha(model))
+  assert model.block.residual_alpha == pytest.approx(paper_alpha(model))
 
 
 @pytest.mark.parametrize("module,arg,image_size", [

@@ -133,7 +133,8 @@ def _block_lipschitz(model, params, images, iters: int, with_bound: bool = True)
   import flax.linen as nn  # noqa: PLC0415
   from vit_spectral.analysis import empirical_lipschitz, vit_lipschitz_bound  # noqa: PLC0415
   from vit_spectral.models import per_layer  # noqa: PLC0415
-  from vit_spectral.models.layouts import layer_fields, layer_trees  # noqa: PLC0415
+  from vit_spectral.models.layouts import layer_specs_of, layer_trees  # noqa: PLC0415
+  from vit_spectral.models.token_layouts import TokenLayout  # noqa: PLC0415
   from vit_spectral.models.vit import Block, Encoder  # noqa: PLC0415
   seen = {}
 
@@ -148,8 +149,8 @@ def _block_lipschitz(model, params, images, iters: int, with_bound: bool = True)
   inputs = [seen["input"]] + outputs[:-1]
   grid = (images.shape[1] // model.patch_size,) * 2
   prefix = inputs[0].shape[1] - grid[0] * grid[1]
-  blocks = [(Block(**fields, grid_size=grid, num_prefix_tokens=prefix), tree)
-            for fields, tree in zip(layer_fields(model), layer_trees(params))]
+  blocks = [(Block(spec, TokenLayout(grid, prefix)), tree)
+            for spec, tree in zip(layer_specs_of(model), layer_trees(params))]
 
   def run_blocks(x, chosen):
     for block, tree in chosen:

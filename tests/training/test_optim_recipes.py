@@ -14,7 +14,7 @@ from ml_collections import config_flags
 
 from vit_spectral.configs import common, lipsformer_digits
 from vit_spectral import settings
-from vit_spectral.models import ViT, build_model
+from vit_spectral.models import BlockSpec, ViT, build_model
 from vit_spectral.training import diagnostics, durations, init_from, mixing, optim, robustness, sharding
 from vit_spectral.training import steps
 from vit_spectral.training.train_state import TrainState
@@ -212,13 +212,13 @@ def test_config_sections_take_the_settings_defaults():
   assert set(base.keys()) == set(run_fields) | {"mixup", "robustness", "init_from", "mesh",
                                                 "diagnostics"}
   # The model section at its defaults builds the ViT at its defaults.
-  shape = dict(hidden_size=16, depth=2, num_heads=2, mlp_dim=32, patch_size=2)
-  built = build_model(common.model_config(**shape), num_classes=3)
-  default = ViT(num_classes=3, **shape)
+  shape = dict(hidden_size=16, depth=2, patch_size=2)
+  built = build_model(common.model_config(num_heads=2, mlp_dim=32, **shape), num_classes=3)
+  default = ViT(num_classes=3, block=BlockSpec(num_heads=2, mlp_dim=32), **shape)
   for field in dataclasses.fields(ViT):
-    if field.name not in ("parent", "name", "attention_kwargs"):
+    if field.name not in ("parent", "name"):
       assert getattr(built, field.name) == getattr(default, field.name), field.name
-  assert not built.attention_kwargs and not default.attention_kwargs
+  assert not built.block.attention_kwargs and not default.block.attention_kwargs
 
 
 @pytest.mark.parametrize("path,text,value", [
