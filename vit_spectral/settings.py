@@ -11,7 +11,7 @@ the typed object:
   config.optim = to_config(OptimSettings, name="sgd")   # in configs/*.py
 
 `to_config` writes every field into a ConfigDict, so `--config.optim.x=...`
-overrides keep working; a field that may be None (`X | None`, X a scalar) is a
+overrides keep working; a field that may be None (`X | None`, X a scalar or a tuple) is a
 FieldReference typed X, so it can be overridden from the command line whether
 it holds None or a value (and a recipe may set it to None and back).
 
@@ -117,7 +117,7 @@ def _placeholder_type(annotation: Any) -> type | None:
 
 def _config_of(cls: type, values: Mapping[str, Any]) -> ml_collections.ConfigDict:
   """A ConfigDict of `values` (one per field of `cls`): a field that may be
-  None (`X | None`, X a scalar) is a typed FieldReference, so it can be set to
+  None (`X | None`, X a scalar or a tuple) is a typed FieldReference, so it can be set to
   None and back from the command line; an int in a float field is a float (so
   the field takes floats)."""
   hints = typing.get_type_hints(cls)
@@ -128,7 +128,7 @@ def _config_of(cls: type, values: Mapping[str, Any]) -> ml_collections.ConfigDic
     kind = optional or hints[name]
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
       value = float(value)
-    if optional in (str, int, float, bool):
+    if optional in (str, int, float, bool, tuple):
       value = config_dict.FieldReference(value, field_type=optional)
     out[name] = value
   return ml_collections.ConfigDict(out)

@@ -1,7 +1,7 @@
 """timm CaiT checkpoints in: `load_timm(weights, "cait_s24_224")` -> (CaiT, variables).
 
 `models.pretrained.load_timm(source, name)` reads the file and hands timm
-names starting with "cait_" here (`pretrained.TIMM_FAMILIES`).
+names starting with "cait_" here (registered with `pretrained.register_timm_converter`).
 
 timm -> ours (loop layout; the model's own layout is returned):
 

@@ -525,9 +525,10 @@ def load_into(source: Any, format: str, model: Any, init_params: Mapping[str, An
   """
   if format not in FORMATS:
     raise ValueError(f"format={format!r}; choose one of {list(FORMATS)}")
-  if not isinstance(model, ViT) and type(model).__name__ not in LOAD_INTO_FAMILIES:
+  if not isinstance(model, ViT) and type(model) not in _LOAD_INTO:
     raise ValueError(f"load_into (config.init_from) fits weights to the ViT and "
-                     f"{', '.join(LOAD_INTO_FAMILIES)}, not to {type(model).__name__}; load "
+                     f"{', '.join(c.__name__ for c in _LOAD_INTO)}, not to "
+                     f"{type(model).__name__}; load "
                      "that family's timm weights with load_timm(source, name), which "
                      "returns its model and variables")
   converted, names, unused = _convert(source, format, model)
