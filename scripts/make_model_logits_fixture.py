@@ -24,6 +24,7 @@ import numpy as np
 from vit_spectral.models import build_model, registered_model_names
 from vit_spectral.models.backbone import model_entry
 from vit_spectral.models.layouts import scan_to_loop
+from vit_spectral.models.pretrained import flat_paths
 from vit_spectral.models.variants import MODEL_NAMES
 
 OUT = pathlib.Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "model_logits"
@@ -87,17 +88,6 @@ def _half(a):
   return np.asarray(a, np.float32).astype(np.float16).astype(np.float32)
 
 
-def _flatten(tree, prefix=""):
-  flat = {}
-  for key, value in tree.items():
-    path = f"{prefix}/{key}" if prefix else key
-    if isinstance(value, dict):
-      flat.update(_flatten(value, path))
-    else:
-      flat[path] = np.asarray(value)
-  return flat
-
-
 def group(name: str) -> str:
   """The fixture file a case is stored in (each under 1 MB)."""
   if name in MODEL_NAMES:
@@ -144,7 +134,7 @@ def main() -> None:
     params = jax.tree_util.tree_map(_half, scan_to_loop(params) if "encoder" in params
                                     else params)
     logits = np.asarray(jax.jit(model.apply)({"params": params}, images))
-    records[name] = dict(config=config, params=_flatten(params), images=images, logits=logits)
+    records[name] = dict(config=config, params=flat_paths(params), images=images, logits=logits)
     print(f"{name:32s} logits {logits.shape} |logits| {np.abs(logits).mean():.4f}")
   write(records)
 

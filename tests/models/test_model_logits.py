@@ -19,6 +19,7 @@ import pytest
 
 from vit_spectral.models import build_model
 from vit_spectral.models.layouts import to_layout, tree_layout
+from vit_spectral.models.pretrained import nest_paths
 from vit_spectral.models.backbone import registered_model_names
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "model_logits"
@@ -36,21 +37,10 @@ def _load() -> dict[str, dict]:
           size = int(np.prod(shape, dtype=int))
           flat[name] = weights[offset:offset + size].reshape(shape)
           offset += size
-        cases[meta["name"]] = dict(config=meta["config"], params=_unflatten(flat),
+        cases[meta["name"]] = dict(config=meta["config"], params=nest_paths(flat),
                                    images=z[f"{key}:images"].astype(np.float32),
                                    logits=z[f"{key}:logits"])
   return cases
-
-
-def _unflatten(flat: dict[str, np.ndarray]) -> dict:
-  tree: dict = {}
-  for path, value in flat.items():
-    node = tree
-    *parents, leaf = path.split("/")
-    for part in parents:
-      node = node.setdefault(part, {})
-    node[leaf] = value
-  return tree
 
 
 def _in_layout_of(loop_params, abstract):
