@@ -134,8 +134,7 @@ def _defaults(cls: type) -> dict[str, Any]:
                           "attention": dict(name=block["attention"]), "block": dict()}
   for key, (where, field) in config_keys(cls).items():
     if where == "model":
-      f = next(f for f in dataclasses.fields(cls) if f.name == field)
-      default, hint = f.default, hints[field]
+      default, hint = _field(cls, field).default, hints[field]
       if field == "layer_overrides":
         base[key] = ()
         continue

@@ -52,7 +52,6 @@ from typing import Any, Sequence
 
 import flax.linen as nn
 
-from vit_spectral.layers import windows as windows_lib
 from vit_spectral.layers.initializers import get_initializer
 from vit_spectral.layers.norms import make_norm
 from vit_spectral.models.backbone import StagedBackbone, register_models
@@ -139,8 +138,7 @@ class SwinStage(nn.Module):
     if self.merge is not None:
       x = PatchMerging(self.width, self.merge, self.block, name="merge")(x)
     batch, rows, cols, width = x.shape
-    window, shift = stage_windows((rows, cols), self.window_size)
-    windows_lib.check_window((rows, cols), window, "model.window_size")
+    window, shift = stage_windows((rows, cols), self.window_size)   # WindowLayout checks them
     layouts = tuple(WindowLayout((rows, cols), window=window,
                                  shift=shift if i % 2 else (0, 0))
                     for i in range(self.depth))

@@ -37,7 +37,12 @@ import jax.numpy as jnp
 
 from vit_spectral.layers import windows as windows_lib
 
-__all__ = ["HeadGroup", "StripeLayout", "TokenLayout", "WindowLayout"]
+__all__ = ["ATTENTION_MODULE", "HeadGroup", "StripeLayout", "TokenLayout", "WindowLayout"]
+
+# The attention submodule of a block whose heads form one group (global
+# attention, Swin's windows, a stripe as wide as the grid); the diagnostics
+# and the sharding rules find the attention parameters and sown values under it.
+ATTENTION_MODULE = "attention"
 
 
 class HeadGroup(NamedTuple):
@@ -78,7 +83,7 @@ class TokenLayout:
     return False
 
   def head_groups(self, num_heads: int) -> tuple[HeadGroup, ...]:
-    return (HeadGroup("attention", num_heads, self.grid_size, self.num_prefix_tokens),)
+    return (HeadGroup(ATTENTION_MODULE, num_heads, self.grid_size, self.num_prefix_tokens),)
 
   def check(self, spec, mask) -> None:
     """Raises ValueError for a block spec (`BlockSpec`) this layout cannot run."""
@@ -150,7 +155,7 @@ class WindowLayout(_Windowed):
     if any(not 0 <= s < w for s, w in zip(shift, window)):
       raise ValueError(f"window_shift={shift} must be in [0, window) on each side "
                        f"(window_size={window})")
-    return (HeadGroup("attention", num_heads, window, 0, window, shift),)
+    return (HeadGroup(ATTENTION_MODULE, num_heads, window, 0, window, shift),)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,7 +166,7 @@ class StripeLayout(_Windowed):
   def head_groups(self, num_heads: int) -> tuple[HeadGroup, ...]:
     grid = self._grid()
     if self.width >= max(grid):
-      return (HeadGroup("attention", num_heads, grid, 0, grid),)
+      return (HeadGroup(ATTENTION_MODULE, num_heads, grid, 0, grid),)
     windows_lib.check_window(grid, (self.width, self.width), "model.stripe_widths")
     if num_heads % 2:
       raise ValueError(f"model.stripe_widths needs an even number of heads (half per "

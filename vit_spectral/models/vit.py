@@ -26,7 +26,7 @@ from vit_spectral.layers.initializers import get_initializer
 from vit_spectral.layers.mlp import MlpBlock
 from vit_spectral.layers.norms import make_norm
 from vit_spectral.layers.space_to_depth import space_to_depth
-from vit_spectral.models.backbone import IsotropicBackbone, register_models
+from vit_spectral.models.backbone import POOLINGS, IsotropicBackbone, register_models
 from vit_spectral.models.posemb import POSEMB_CHOICES, sincos_2d
 from vit_spectral.models.segments import BLOCK_NAME, layer_specs, scan_name, segments
 from vit_spectral.models.specs import BlockSpec, BranchSpec, EncoderSpec
@@ -405,8 +405,8 @@ class ViT(IsotropicBackbone):
 
   def check_options(self, height: int, width: int) -> None:
     self.check_positive("hidden_size", "depth", "patch_size")
-    if self.pooling not in ("cls", "mean"):
-      raise ValueError(f"model.pooling={self.pooling!r}; choose one of ['cls', 'mean']")
+    if self.pooling not in POOLINGS:
+      raise ValueError(f"model.pooling={self.pooling!r}; choose one of {list(POOLINGS)}")
     if self.stem not in STEMS:
       raise ValueError(f"model.stem={self.stem!r}; choose one of {list(STEMS)}")
     if self.posemb not in POSEMB_CHOICES:

@@ -59,10 +59,9 @@ from vit_spectral.attention.value_output import PSI, ValueOutput, eigenvalues, v
 from vit_spectral.data import input_pipeline
 from vit_spectral.layers.feat_scale import FeatScale
 from vit_spectral.models.layouts import layer_fields, layer_trees
+from vit_spectral.models.token_layouts import ATTENTION_MODULE
 
 TAG_PREFIX = "diagnostics"
-# The submodule name the blocks give their attention (`models.vit.Block`).
-ATTENTION_MODULE = "attention"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,7 +120,7 @@ def _summaries(name: str, values: jax.Array) -> dict[str, jax.Array]:
 
 def _parameter_metrics(tree: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[str, jax.Array]:
   """One layer's parameter diagnostics (`tree`: its loop-layout params)."""
-  attention = tree.get("attention", {})
+  attention = tree.get(ATTENTION_MODULE, {})
   value_output = ValueOutput.from_options(fields["attention_kwargs"])
   metrics = {}
   if value_output.eigen or ("value" in attention and "out" in attention):

@@ -45,6 +45,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from vit_spectral import settings as settings_lib
 from vit_spectral.attention import get_attention, registered_attentions
 from vit_spectral.models.segments import is_scanned_path
+from vit_spectral.models.token_layouts import ATTENTION_MODULE
 from vit_spectral.models.vit import Block
 from vit_spectral.training.optim import param_path
 
@@ -64,8 +65,6 @@ LOGICAL_AXIS_RULES = (
     ("embed", None),
     ("head_dim", None),
 )
-# The submodule name the blocks give their attention (`models.vit.Block`).
-ATTENTION_MODULE = "attention"
 
 # The blocks' other layers. Shapes are of one layer (D width, M MLP units).
 LAYER_RULES = (
