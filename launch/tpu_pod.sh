@@ -5,7 +5,7 @@
 #
 #   launch/tpu_pod.sh --tpu=NAME --zone=ZONE [--project=P] [--setup]
 #       [--python=3.11] [--repo_dir=vit_spectral] [--venv=.venv] [--log=train.log]
-#       [--print_only] -- TRAIN_ARGS...
+#       [--accelerator_type=TYPE] [--no_dry_run] [--print_only] -- TRAIN_ARGS...
 #
 # e.g.
 #   launch/tpu_pod.sh --tpu=deit --zone=us-central2-b --setup -- \
@@ -28,11 +28,18 @@
 # assembles the global batch from the slices. The workdir must be on storage
 # all workers see (gs://): checkpoints are written collectively, and a rerun of
 # the same command resumes from the latest one (also after a preemption).
+#
+# Before the workers start, worker 0 compiles the run's train step for the
+# slice with the TPU compiler (`train.py --dry_run --target=TYPE` with the same
+# TRAIN_ARGS, JAX_PLATFORMS=cpu: nothing runs on the TPU) and the launch stops
+# there, exit 1, if the step does not fit the chips' HBM (the dry run's one
+# line says what would). TYPE is --accelerator_type, else the slice's own
+# (`gcloud compute tpus tpu-vm describe`). --no_dry_run skips this check.
 # --print_only prints every command (local and gcloud) instead of running it.
 set -euo pipefail
 
 TPU="" ZONE="" PROJECT="" SETUP=0 PYTHON="3.11" REPO_DIR="vit_spectral" VENV=".venv"
-LOG="train.log" PRINT_ONLY=0
+LOG="train.log" PRINT_ONLY=0 ACCELERATOR_TYPE="" DRY_RUN=1
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --tpu=*) TPU="${1#*=}" ;;
@@ -43,6 +50,8 @@ while [[ $# -gt 0 ]]; do
     --repo_dir=*) REPO_DIR="${1#*=}" ;;
     --venv=*) VENV="${1#*=}" ;;
     --log=*) LOG="${1#*=}" ;;
+    --accelerator_type=*) ACCELERATOR_TYPE="${1#*=}" ;;
+    --no_dry_run) DRY_RUN=0 ;;
     --print_only) PRINT_ONLY=1 ;;
     --) shift; break ;;
     *) echo "unknown option $1 (put train.py's arguments after --)" >&2; exit 2 ;;
@@ -88,5 +97,27 @@ fi
 
 ARGS=""
 for arg in "$@"; do ARGS+=" $(quote "$arg")"; done
+
+if [[ "$DRY_RUN" == 1 ]]; then
+  if [[ -z "$ACCELERATOR_TYPE" ]]; then
+    if [[ "$PRINT_ONLY" == 1 ]]; then
+      run "${GCLOUD[@]}" describe "$TPU" "${COMMON[@]}" --format='value(acceleratorType)'
+      ACCELERATOR_TYPE='$ACCELERATOR_TYPE'
+    else
+      ACCELERATOR_TYPE="$("${GCLOUD[@]}" describe "$TPU" "${COMMON[@]}" --format='value(acceleratorType)')"
+    fi
+  fi
+  if [[ -z "$ACCELERATOR_TYPE" ]]; then
+    echo "could not read the accelerator type of $TPU; pass --accelerator_type=TYPE (or --no_dry_run)" >&2
+    exit 2
+  fi
+  TARGET_Q="$(quote "$ACCELERATOR_TYPE")"
+  [[ "$PRINT_ONLY" == 1 ]] && TARGET_Q="$ACCELERATOR_TYPE"
+  if ! run "${GCLOUD[@]}" ssh "$TPU" --worker=0 "${COMMON[@]}" --command="cd $REPO_Q && \
+JAX_PLATFORMS=cpu $VENV_PYTHON train.py --dry_run --target=$TARGET_Q$ARGS"; then
+    echo "the dry run for $ACCELERATOR_TYPE failed (above): the workers were not started" >&2
+    exit 1
+  fi
+fi
 run "${GCLOUD[@]}" ssh "$TPU" --worker=all "${COMMON[@]}" --command="set -o pipefail
 cd $REPO_Q && $VENV_PYTHON train.py --distributed$ARGS 2>&1 | tee $(quote "$LOG")"

@@ -25,6 +25,15 @@ TRICKY_ARGS = ["--config=digits_vit:steps=3", "--workdir=gs://bucket/run one",
 FAKE_GCLOUD = """#!{python}
 import json, os, sys, tarfile
 call = {{"argv": sys.argv[1:]}}
+if "describe" in sys.argv:
+  print(os.environ.get("FAKE_ACCELERATOR_TYPE", ""))
+if "--worker=0" in sys.argv:     # the dry run on worker 0
+  code = int(os.environ.get("FAKE_DRY_RUN_EXIT", "0"))
+  if code:
+    print("error: --target=v4-8: the train step does not fit in HBM", file=sys.stderr)
+    with open(os.environ["FAKE_GCLOUD_LOG"], "a") as log:
+      log.write(json.dumps(call) + "\\n")
+    sys.exit(code)
 if "scp" in sys.argv:
   with tarfile.open(sys.argv[sys.argv.index("scp") + 1]) as archive:
     call["archive"] = archive.getnames()
@@ -50,7 +59,7 @@ def fake_gcloud(tmp_path):
   gcloud.chmod(0o755)
   log = tmp_path / "gcloud_calls.jsonl"
   env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-             FAKE_GCLOUD_LOG=str(log))
+             FAKE_GCLOUD_LOG=str(log), FAKE_ACCELERATOR_TYPE="v4-8")
   return env, log
 
 
@@ -75,7 +84,10 @@ def test_tpu_setup_ships_checkout_and_installs_tpu_extra_once(fake_gcloud):
   result = launch(TPU_POD, ["--tpu=pod", "--zone=us-central2-b", "--project=proj",
                             "--setup", "--", "--config=digits_vit"], env)
   assert result.returncode == 0, result.stderr
-  scp, setup, train = gcloud_calls(log)
+  scp, setup, describe, dry_run, train = gcloud_calls(log)
+  assert describe["argv"][:5] == ["compute", "tpus", "tpu-vm", "describe", "pod"]
+  assert "--worker=0" in dry_run["argv"]
+  assert "--target=v4-8" in command_of(dry_run["argv"])
   common = ["--worker=all", "--zone=us-central2-b", "--project=proj"]
 
   assert scp["argv"][:4] == ["compute", "tpus", "tpu-vm", "scp"]
@@ -105,7 +117,7 @@ def test_tpu_setup_ships_checkout_and_installs_tpu_extra_once(fake_gcloud):
 
 def test_tpu_train_command_runs_venv_python_with_arguments_intact(fake_gcloud, tmp_path):
   env, log = fake_gcloud
-  result = launch(TPU_POD, ["--tpu=pod", "--zone=z", "--", *TRICKY_ARGS], env)
+  result = launch(TPU_POD, ["--tpu=pod", "--zone=z", "--no_dry_run", "--", *TRICKY_ARGS], env)
   assert result.returncode == 0, result.stderr
   (train,) = gcloud_calls(log)
   assert train["argv"][:5] == ["compute", "tpus", "tpu-vm", "ssh", "pod"]
@@ -135,11 +147,43 @@ def test_tpu_print_only_prints_every_command_and_runs_no_gcloud(fake_gcloud):
   assert result.returncode == 0, result.stderr
   assert not log.exists()
   lines = result.stdout.splitlines()
-  assert [line.split()[0] for line in lines] == ["mkdir", "tar", "gcloud", "gcloud", "gcloud"]
+  assert [line.split()[0] for line in lines] == ["mkdir", "tar"] + ["gcloud"] * 5
   assert lines[1].split("-czf ")[1].startswith(lines[0].split()[-1])  # tar into that folder
-  assert [line.split()[4] for line in lines[2:]] == ["scp", "ssh", "ssh"]
+  assert [line.split()[4] for line in lines[2:]] == ["scp", "ssh", "describe", "ssh", "ssh"]
   assert "uv venv --python 3.11 --seed" in lines[3]
-  assert ".venv/bin/python train.py --distributed --config=digits_vit" in lines[4]
+  dry_run = shlex.split(lines[5])[-1]
+  assert dry_run.endswith("train.py --dry_run --target=$ACCELERATOR_TYPE --config=digits_vit")
+  assert ".venv/bin/python train.py --distributed --config=digits_vit" in lines[6]
+
+
+def test_tpu_dry_run_that_fails_stops_the_launch_before_the_workers(fake_gcloud, tmp_path):
+  env, log = fake_gcloud
+  env = dict(env, FAKE_DRY_RUN_EXIT="1")
+  result = launch(TPU_POD, ["--tpu=pod", "--zone=z", "--accelerator_type=v4-8", "--",
+                            "--config=imagenet_deit:batch=16384"], env)
+  assert result.returncode == 1
+  assert "workers were not started" in result.stderr
+  (dry_run,) = gcloud_calls(log)      # no describe (the type was given), no train
+  assert "--worker=0" in dry_run["argv"]
+  command = command_of(dry_run["argv"])
+  assert command.startswith("cd vit_spectral && JAX_PLATFORMS=cpu .venv/bin/python train.py "
+                            "--dry_run --target=v4-8 --config=imagenet_deit:batch=16384")
+
+
+def test_tpu_dry_run_that_fits_starts_the_workers(fake_gcloud):
+  env, log = fake_gcloud
+  result = launch(TPU_POD, ["--tpu=pod", "--zone=z", "--", "--config=imagenet_deit"], env)
+  assert result.returncode == 0, result.stderr
+  describe, dry_run, train = gcloud_calls(log)
+  assert "describe" in describe["argv"] and "--target=v4-8" in command_of(dry_run["argv"])
+  assert "--worker=all" in train["argv"]
+
+
+def test_tpu_without_an_accelerator_type_says_what_to_pass(fake_gcloud):
+  env, _ = fake_gcloud
+  result = launch(TPU_POD, ["--tpu=pod", "--zone=z", "--", "--config=imagenet_deit"],
+                  dict(env, FAKE_ACCELERATOR_TYPE=""))
+  assert result.returncode == 2 and "--accelerator_type" in result.stderr
 
 
 def test_gpu_host_print_only_makes_venv_and_installs_cuda12_extra_once(tmp_path):

@@ -35,6 +35,7 @@ traceback in the workdir's log file once the run holds the workdir.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import difflib
 import importlib.util
 import logging as std_logging
@@ -75,6 +76,8 @@ class CommandLine(NamedTuple):
   workdir: Any
   print_config: Any
   dry_run: Any
+  target: Any
+  dry_run_json: Any
   distributed: Any
   coordinator_address: Any
   num_processes: Any
@@ -105,6 +108,16 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS,
           "dry_run", False, "Validate the config, build the mesh, compile the sharded "
           "train step on abstract inputs, print the parameter count, FLOPs and memory "
           "per device, and exit (no data set needed, nothing written).", **define),
+      target=flags.DEFINE_string(
+          "target", None, "With --dry_run: compile for this Cloud TPU slice instead, "
+          "named as gcloud's accelerator type (v4-8, v4-32, v5p-8, v5litepod-16 or "
+          "v5e-16, v6e-8, ...; 2xv5litepod-256 for two slices), with the TPU "
+          "compiler (needs libtpu: the [tpu] extra); prints HBM per chip, FLOPs, "
+          "an estimated step time, images/s, an MFU ceiling and the collectives. "
+          "Exit 1 with one line if the step does not fit.", **define),
+      dry_run_json=flags.DEFINE_string(
+          "dry_run_json", None, "With --dry_run: also write the report as JSON to "
+          "this path (with --target, a refusal too).", **define),
       distributed=flags.DEFINE_bool(
           "distributed", False, "Call jax.distributed.initialize() (multi-host runs).",
           **define),
@@ -411,14 +424,46 @@ def _exit_now(message: str, code: int) -> None:
   os._exit(code)  # pylint: disable=protected-access
 
 
-def train(config, workdir: str, dry_run: bool = False) -> None:
-  """Trains `config` in `workdir` (or dry-runs it); a failure is reported by
-  `failure_message` and exits with FAILURE_EXIT_CODE."""
+def _write_json(path: str | None, report: dict[str, Any]) -> None:
+  if path:
+    import json  # pylint: disable=import-outside-toplevel
+    with open(path, "w", encoding="utf-8") as f:
+      json.dump(report, f, indent=2, sort_keys=True, default=str)
+
+
+def run_dry_run(config, target: str | None = None, json_path: str | None = None) -> None:
+  """`--dry_run` on the devices present, or with `target` for a TPU slice
+  (`training.tpu_dry_run`); prints the report and writes it to `json_path`.
+
+  Raises:
+    errors.RunError: as the dry runs (a refused step: `HbmExceededError`,
+      after its JSON is written).
+  """
+  if target is None:
+    from vit_spectral.training import dry_run as dry_run_lib  # pylint: disable=import-outside-toplevel
+    report = dry_run_lib.dry_run(config)
+    print(report.summary())
+    _write_json(json_path, dataclasses.asdict(report))
+    return
+  from vit_spectral.training import tpu_dry_run  # pylint: disable=import-outside-toplevel
+  try:
+    report = tpu_dry_run.target_dry_run(config, target)
+  except tpu_dry_run.HbmExceededError as e:
+    _write_json(json_path, e.report)
+    raise
+  print(report.summary())
+  _write_json(json_path, report.to_json())
+
+
+def train(config, workdir: str, dry_run: bool = False, target: str | None = None,
+          dry_run_json: str | None = None) -> None:
+  """Trains `config` in `workdir` (or dry-runs it, for `target` where given);
+  a failure is reported by `failure_message` and exits with
+  FAILURE_EXIT_CODE."""
   from vit_spectral.training import trainer  # pylint: disable=import-outside-toplevel
   try:
     if dry_run:
-      from vit_spectral.training import dry_run as dry_run_lib  # pylint: disable=import-outside-toplevel
-      print(dry_run_lib.dry_run(config).summary())
+      run_dry_run(config, target, dry_run_json)
       return
     metrics = trainer.train_and_evaluate(config, workdir)
     logging.info("final: %s", metrics)
@@ -432,6 +477,15 @@ def train(config, workdir: str, dry_run: bool = False) -> None:
 def main(argv):
   del argv  # `parse_prepared` rejects leftover arguments
   config = _FLAGS.config.value
+  for name in ("target", "dry_run_json"):
+    if getattr(_FLAGS, name).value and not _FLAGS.dry_run.value:
+      _exit_now(f"error: --{name} is a --dry_run option; add --dry_run", USAGE_EXIT_CODE)
+  if _FLAGS.target.value:
+    from vit_spectral.training import tpu_targets  # pylint: disable=import-outside-toplevel
+    try:
+      tpu_targets.parse_target(_FLAGS.target.value)
+    except tpu_targets.UnknownTargetError as e:
+      _exit_now(f"error: {e}", USAGE_EXIT_CODE)
   if _FLAGS.print_config.value:  # as the workdir's config.json records it
     print(config.to_json_best_effort(indent=2, sort_keys=True))
     return
@@ -442,6 +496,8 @@ def main(argv):
   tf.config.set_visible_devices([], "GPU")
 
   import jax  # pylint: disable=import-outside-toplevel
+  if _FLAGS.target.value:  # compiled for the named TPU slice: no local accelerator needed
+    jax.config.update("jax_platforms", "cpu")
   from vit_spectral.training import distributed  # pylint: disable=import-outside-toplevel
   try:
     distributed.initialize(_FLAGS.distributed.value,
@@ -453,7 +509,8 @@ def main(argv):
   logging.info("JAX process %d of %d, %d local devices: %s", jax.process_index(),
                jax.process_count(), jax.local_device_count(), jax.devices())
   workdir = _FLAGS.workdir.value or os.path.join("workdir", config_name())
-  train(config, workdir, dry_run=_FLAGS.dry_run.value)
+  train(config, workdir, dry_run=_FLAGS.dry_run.value, target=_FLAGS.target.value,
+        dry_run_json=_FLAGS.dry_run_json.value)
 
 
 def run() -> None:

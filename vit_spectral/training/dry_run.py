@@ -168,7 +168,7 @@ def dry_run(config: Any, devices: Sequence[jax.Device] | None = None) -> DryRunR
       eval_batch_size=step.sections.input.eval_batch_size, meta=step.meta,
       total_steps=step.total_steps, num_params=step.num_params,
       flops=_flops(compiled), scanned_depth=_scanned_depth(step.steps.model),
-      memory=_memory(compiled),
+      memory=memory_of(compiled),
       compile_seconds=compile_seconds)
 
 
@@ -185,7 +185,8 @@ def _flops(compiled) -> float | None:
   return None if not cost or "flops" not in cost else float(cost["flops"])
 
 
-def _memory(compiled) -> dict[str, int]:
+def memory_of(compiled) -> dict[str, int]:
+  """Bytes per device of a compiled step: MEMORY_FIELDS and their total."""
   stats = compiled.memory_analysis()
   memory = {k: int(getattr(stats, f"{k}_size_in_bytes")) for k in MEMORY_FIELDS}
   memory["total"] = memory["argument"] + memory["output"] + memory["temp"] - memory["alias"]
