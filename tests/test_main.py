@@ -11,7 +11,7 @@ import pytest
 
 from vit_spectral import configs, errors, main
 from vit_spectral.main import CommandLineError, resolve_recipe_names
-from vit_spectral.training import durations, run_settings, trainer
+from vit_spectral.training import durations, run_settings, target_dry_run, tpu_targets, trainer
 from vit_spectral.training.optim import check_schedule_length
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -192,6 +192,28 @@ def test_a_failed_dry_run_is_one_message(monkeypatch, exits):
   with pytest.raises(_Exited):
     main.train({}, "/w", dry_run=True)
   assert exits == [("error: input.batch_size=100", 1)]
+
+
+def test_a_refused_step_is_one_line_exit_1_and_its_json_is_written(monkeypatch, exits, tmp_path):
+  report = {"fits": False, "hbm_needed_bytes": 3.0, "hbm_available_bytes": 2.0}
+
+  def refuse(config, target):
+    raise target_dry_run.HbmExceededError(f"--target={target}: the train step does not fit", report)
+
+  monkeypatch.setattr(target_dry_run, "target_dry_run", refuse)
+  path = tmp_path / "report.json"
+  with pytest.raises(_Exited):
+    main.train({}, "/w", dry_run=True, target="v5litepod-16", dry_run_json=str(path))
+  assert exits == [("error: --target=v5litepod-16: the train step does not fit", 1)]
+  assert json.loads(path.read_text()) == report
+
+
+def test_without_libtpu_the_dry_run_says_how_to_get_it(monkeypatch, exits):
+  monkeypatch.setattr(tpu_targets, "libtpu_available", lambda: False)
+  with pytest.raises(_Exited):
+    main.train({}, "/w", dry_run=True, target="v4-8")
+  ((message, code),) = exits
+  assert code == 1 and message.startswith("error: --target=v4-8") and "[tpu]" in message
 
 
 def test_a_bug_before_the_run_has_a_log_keeps_its_traceback(monkeypatch, exits):

@@ -112,9 +112,11 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS,
           "target", None, "With --dry_run: compile for this Cloud TPU slice instead, "
           "named as gcloud's accelerator type (v4-8, v4-32, v5p-8, v5litepod-16 or "
           "v5e-16, v6e-8, ...; 2xv5litepod-256 for two slices), with the TPU "
-          "compiler (needs libtpu: the [tpu] extra); prints HBM per chip, FLOPs, "
-          "an estimated step time, images/s, an MFU ceiling and the collectives. "
-          "Exit 1 with one line if the step does not fit.", **define),
+          "compiler (needs libtpu: the [tpu] extra), or for GPU hosts (a3-highgpu-8g, "
+          "a2-highgpu-8g, h100-8, ...; needs jax's CUDA plugin: the [cuda12] extra); "
+          "prints memory per chip, FLOPs, an estimated step time, images/s, an MFU "
+          "ceiling and the collectives. Exit 1 with one line if the step does not "
+          "fit.", **define),
       dry_run_json=flags.DEFINE_string(
           "dry_run_json", None, "With --dry_run: also write the report as JSON to "
           "this path (with --target, a refusal too).", **define),
@@ -432,8 +434,8 @@ def _write_json(path: str | None, report: dict[str, Any]) -> None:
 
 
 def run_dry_run(config, target: str | None = None, json_path: str | None = None) -> None:
-  """`--dry_run` on the devices present, or with `target` for a TPU slice
-  (`training.tpu_dry_run`); prints the report and writes it to `json_path`.
+  """`--dry_run` on the devices present, or with `target` for a TPU slice or GPU host
+  (`training.target_dry_run`); prints the report and writes it to `json_path`.
 
   Raises:
     errors.RunError: as the dry runs (a refused step: `HbmExceededError`,
@@ -445,10 +447,10 @@ def run_dry_run(config, target: str | None = None, json_path: str | None = None)
     print(report.summary())
     _write_json(json_path, dataclasses.asdict(report))
     return
-  from vit_spectral.training import tpu_dry_run  # pylint: disable=import-outside-toplevel
+  from vit_spectral.training import target_dry_run as tdr  # pylint: disable=import-outside-toplevel
   try:
-    report = tpu_dry_run.target_dry_run(config, target)
-  except tpu_dry_run.HbmExceededError as e:
+    report = tdr.target_dry_run(config, target)
+  except tdr.HbmExceededError as e:
     _write_json(json_path, e.report)
     raise
   print(report.summary())
@@ -481,10 +483,10 @@ def main(argv):
     if getattr(_FLAGS, name).value and not _FLAGS.dry_run.value:
       _exit_now(f"error: --{name} is a --dry_run option; add --dry_run", USAGE_EXIT_CODE)
   if _FLAGS.target.value:
-    from vit_spectral.training import tpu_targets  # pylint: disable=import-outside-toplevel
+    from vit_spectral.training import target_dry_run as tdr  # pylint: disable=import-outside-toplevel
     try:
-      tpu_targets.parse_target(_FLAGS.target.value)
-    except tpu_targets.UnknownTargetError as e:
+      tdr.parse_target(_FLAGS.target.value)
+    except tdr.tpu_targets.UnknownTargetError as e:
       _exit_now(f"error: {e}", USAGE_EXIT_CODE)
   if _FLAGS.print_config.value:  # as the workdir's config.json records it
     print(config.to_json_best_effort(indent=2, sort_keys=True))

@@ -108,9 +108,13 @@ class HloModule:
     return next((i for i in self.computations[computation] if i.name == name), None)
 
   def trip_count(self, loop: Instruction, computation: str) -> int | None:
-    """The iterations of `while` instruction `loop` (in `computation`) when
-    its condition is `counter < constant` and the counter starts at a
+    """The iterations of `while` instruction `loop` (in `computation`): its
+    backend config's `known_trip_count` where the compiler wrote one, else
+    when its condition is `counter < constant` and the counter starts at a
     constant; else None."""
+    known = re.search(r'"known_trip_count":\{"n":"(\d+)"\}', loop.text)
+    if known:   # the GPU compiler writes it down
+      return int(known[1])
     called = dict(loop.called())
     condition = self.computations.get(called.get("condition", ""), [])
     root = next((i for i in condition if i.text.lstrip().startswith("ROOT")), None)
@@ -278,7 +282,7 @@ def _xla_cost(compiled: Any) -> dict[str, float]:
 
 def compiler_seconds(compiled: Any) -> float | None:
   """The compiler's own step-time estimate (`optimal_seconds`), or None. It
-  counts each loop body once and can be negative: see `tpu_dry_run`."""
+  counts each loop body once and can be negative: see `target_dry_run`."""
   value = _xla_cost(compiled).get("optimal_seconds")
   return None if value is None else float(value)
 
@@ -290,9 +294,12 @@ def step_costs(compiled: Any) -> StepCosts:
 
 
 def costs_of_text(text: str, xla_cost: dict[str, float]) -> StepCosts:
-  """`step_costs` from the optimized HLO text and XLA's cost analysis of it."""
+  """`step_costs` from the optimized HLO text and XLA's cost analysis of it
+  (empty: the CPU client's cost analysis of the same text stands in)."""
   module = HloModule.parse(text)
   runs = module.multiplicities()
+  if not xla_cost:   # a backend without a cost analysis (jax's GPU compile-only client)
+    xla_cost = _cpu_cost(text)
   flops = compiled_flops = float(xla_cost.get("flops", 0.0))
   bytes_accessed = compiled_bytes = float(xla_cost.get("bytes accessed", 0.0))
   transcendentals = float(xla_cost.get("transcendentals", 0.0))

@@ -98,7 +98,9 @@ _GRIDS_2D = {1: (1, 1), 4: (2, 2), 8: (2, 4), 16: (4, 4), 32: (4, 8), 64: (8, 8)
 _GRIDS_3D = {4: (2, 2, 1), 8: (2, 2, 2), 16: (2, 2, 4), 32: (2, 4, 4), 64: (4, 4, 4),
              128: (4, 4, 8), 256: (4, 8, 8), 512: (8, 8, 8), 1024: (8, 8, 16),
              2048: (8, 16, 16), 4096: (16, 16, 16), 6144: (16, 16, 24)}
-_GRIDS = {"v4": _GRIDS_3D, "v5p": _GRIDS_3D, "v5e": _GRIDS_2D, "v6e": _GRIDS_2D}
+# A v4 pod has 4096 chips; a v5p slice goes to 6144 (16x16x24).
+_GRIDS = {"v4": {c: g for c, g in _GRIDS_3D.items() if c <= 4096}, "v5p": _GRIDS_3D,
+          "v5e": _GRIDS_2D, "v6e": _GRIDS_2D}
 _NAME = re.compile(r"^(?:(?P<slices>\d+)x)?(?P<generation>[a-z0-9]+)-(?P<count>\d+)$")
 
 
@@ -117,6 +119,27 @@ class TpuTarget:
   chip: TpuChip
   grid: tuple[int, ...]
   num_slices: int = 1
+  device_word = "chip"
+  compiler_options = {}
+
+  @property
+  def peak_flops(self) -> float:
+    return self.chip.peak_bf16_flops
+
+  @property
+  def memory_bytes(self) -> int:
+    return self.chip.hbm_bytes
+
+  @property
+  def memory_bytes_per_s(self) -> float:
+    return self.chip.hbm_bytes_per_s
+
+  @property
+  def interconnect_bytes_per_s(self) -> float:
+    return self.chip.ici_bytes_per_s
+
+  def devices(self) -> Sequence:
+    return topology_devices(self)
 
   @property
   def chips_per_slice(self) -> int:
@@ -191,9 +214,12 @@ def libtpu_available() -> bool:
 
 
 # What libtpu would ask the TPU VM's metadata server; a compile-only process
-# has no TPU, so these keep it from waiting for one and from warning.
+# has no TPU, so these keep it from waiting for one and from warning. Nor does
+# it hold the chips, so several may load libtpu at once (by default the first
+# takes /tmp/libtpu_lockfile and the others stop).
 def _compile_only_environment(target: TpuTarget) -> dict[str, str]:
   return {"TPU_SKIP_MDS_QUERY": "1", "TPU_WORKER_HOSTNAMES": "localhost",
+          "ALLOW_MULTIPLE_LIBTPU_LOAD": "1",
           "TPU_ACCELERATOR_TYPE": target.name.split("x", 1)[-1] if target.num_slices > 1
           else target.name}
 

@@ -1,13 +1,14 @@
-"""`training.tpu_targets` and the arithmetic of `training.tpu_dry_run`
+"""`training.tpu_targets`, `training.gpu_targets` and the arithmetic of
+`training.target_dry_run`
 (slice names, topologies, the roofline, the compiler's out-of-memory line),
-without libtpu; the TPU compiles themselves run in CI's TPU step
-(.ci/tpu_dry_runs.sh) and in benchmarks/tpu_dry_runs.py."""
+without libtpu or the CUDA plugin; the compiles themselves run in CI's step
+(.ci/check_target_dry_runs.py) and in benchmarks/target_dry_runs.py."""
 
 import math
 
 import pytest
 
-from vit_spectral.training import tpu_dry_run, tpu_targets
+from vit_spectral.training import gpu_targets, target_dry_run, tpu_targets
 
 
 @pytest.mark.parametrize("name, chips, topology, wrap", [
@@ -58,22 +59,68 @@ def test_without_libtpu_the_error_says_how_to_install_it(monkeypatch):
 
 
 def test_roofline_takes_the_slowest_resource():
-  chip = tpu_targets.CHIPS["v5e"]
-  line = tpu_dry_run.roofline(flops=197e12, bytes_accessed=819e9 / 2,
-                              collective_bytes=0.0, chip=chip)
+  chip = tpu_targets.parse_target("v5e-1")
+  line = target_dry_run.roofline(flops=197e12, bytes_accessed=819e9 / 2,
+                              collective_bytes=0.0, target=chip)
   assert line.compute_seconds == pytest.approx(1.0) and line.hbm_seconds == pytest.approx(0.5)
   assert line.seconds == pytest.approx(1.0) and line.bound == "compute"
-  memory_bound = tpu_dry_run.roofline(1e12, 819e9 * 3, 0.0, chip)
+  memory_bound = target_dry_run.roofline(1e12, 819e9 * 3, 0.0, chip)
   assert memory_bound.bound == "HBM" and memory_bound.seconds == pytest.approx(3.0)
 
 
 def test_the_compilers_out_of_memory_line_gives_needed_and_available():
-  oom = tpu_dry_run._OutOfMemory(  # pylint: disable=protected-access
+  oom = target_dry_run._OutOfMemory(  # pylint: disable=protected-access
       "RESOURCE_EXHAUSTED: Ran out of memory on HBM, the total memory required for HLO "
       "temporaries (22.22G) exceeds available HBM (15.75G).")
   assert oom.needed == pytest.approx(22.22 * 2**30)
   assert oom.available == pytest.approx(15.75 * 2**30)
-  other = tpu_dry_run._OutOfMemory(  # pylint: disable=protected-access
+  other = target_dry_run._OutOfMemory(  # pylint: disable=protected-access
       "RESOURCE_EXHAUSTED: Ran out of memory in memory space hbm. Used 17.39G of 15.75G hbm.")
   assert (other.needed, other.available) == (pytest.approx(17.39 * 2**30),
                                               pytest.approx(15.75 * 2**30))
+
+
+@pytest.mark.parametrize("name, gpu, count, hosts", [
+    ("a3-highgpu-8g", "H100 80GB HBM3", 8, 1),
+    ("2xa3-highgpu-8g", "H100 80GB HBM3", 8, 2),
+    ("a2-highgpu-1g", "A100-SXM4-40GB", 1, 1),
+    ("a2-ultragpu-4g", "A100-SXM4-80GB", 4, 1),
+    ("h100-2", "H100 80GB HBM3", 2, 1),
+    ("a100-80gb-8", "A100-SXM4-80GB", 8, 1),
+])
+def test_gpu_machine_types_give_gpus_and_hosts(name, gpu, count, hosts):
+  target = target_dry_run.parse_target(name)
+  assert isinstance(target, gpu_targets.GpuTarget)
+  assert (target.gpu.name, target.gpus_per_host, target.hosts) == (gpu, count, hosts)
+  assert target.num_chips == count * hosts
+  assert target.memory_bytes == int(0.75 * target.gpu.memory_bytes)   # JAX's default share
+
+
+def test_gpu_target_config_describes_the_device():
+  text = gpu_targets.GPUS["h100"].target_config()
+  assert "cuda_compute_capability { major: 9 minor: 0 }" in text
+  assert "core_count: 132" in text and 'platform_name: "CUDA"' in text
+  assert "device_memory_size: 85899345920" in text
+  assert "major: 8 minor: 0" in gpu_targets.GPUS["a100"].target_config()
+
+
+@pytest.mark.parametrize("name", ["a3-highgpu-3g", "h200-8", "a2-megagpu-16g", "h100-16"])
+def test_unknown_gpu_names_fall_through_to_one_line_listing_both(name):
+  assert gpu_targets.parse_target(name) is None
+  with pytest.raises(tpu_targets.UnknownTargetError) as raised:
+    target_dry_run.parse_target(name)
+  message = str(raised.value)
+  assert "\n" not in message and "v5litepod-16" in message and "a3-highgpu-8g" in message
+
+
+def test_without_the_cuda_plugin_the_error_says_how_to_install_it(monkeypatch):
+  monkeypatch.setattr(gpu_targets.importlib.util, "find_spec", lambda name: None)
+  with pytest.raises(gpu_targets.CudaPluginMissingError, match=r"\[cuda12\]"):
+    gpu_targets.parse_target("h100-1").devices()
+
+
+def test_every_target_offers_what_the_roofline_reads():
+  for target in (tpu_targets.parse_target("v4-8"), gpu_targets.parse_target("a2-highgpu-8g")):
+    line = target_dry_run.roofline(target.peak_flops, target.memory_bytes_per_s,
+                                   target.interconnect_bytes_per_s, target)
+    assert line.seconds == pytest.approx(1.0)
