@@ -5,6 +5,7 @@ without libtpu or the CUDA plugin; the compiles themselves run in CI's step
 (.ci/check_target_dry_runs.py) and in benchmarks/target_dry_runs.py."""
 
 import math
+import re
 
 import pytest
 
@@ -124,3 +125,39 @@ def test_every_target_offers_what_the_roofline_reads():
     line = target_dry_run.roofline(target.peak_flops, target.memory_bytes_per_s,
                                    target.interconnect_bytes_per_s, target)
     assert line.seconds == pytest.approx(1.0)
+
+
+def _report(**changes):
+  fields = dict(
+      target="v5litepod-16", description="v5litepod-16: 16 TPU v5e chips (4x4)", chips=16,
+      device_word="chip", peak_flops=197e12, flops_source="HLO",
+      mesh_shape={"data": 16, "fsdp": 1, "model": 1}, batch_size=1024, num_params=22_000_000,
+      memory={"argument": 2**30, "output": 2**29, "temp": 2**31, "alias": 2**29,
+              "total": 3 * 2**30},
+      hbm_bytes=16 * 2**30, flops=1.97e12, compiled_flops=0.2e12, bytes_accessed=8.19e9,
+      model_flops=0.985e12, loop_iterations_added=22, uncounted_loops=0,
+      roofline=target_dry_run.roofline(1.97e12, 8.19e9, 0.0, tpu_targets.parse_target("v5e-1")),
+      compiler_seconds=None, collectives=(), compile_seconds=30.0)
+  fields.update(changes)
+  return target_dry_run.TargetReport(**fields)
+
+
+def test_report_figures_follow_from_the_roofline():
+  report = _report()
+  assert report.step_seconds == pytest.approx(0.01)          # 1.97 TFLOP at 197 TFLOP/s
+  assert report.images_per_second == pytest.approx(102_400)
+  assert report.mfu_ceiling == pytest.approx(0.5)             # half the FLOPs are the model's
+  assert report.fits and report.to_json()["fits"] is True
+  summary = report.summary()
+  assert "HBM per chip: 3.00 GiB of 16 GiB, fits" in summary
+  assert "22 loop iterations added" in summary and "compiler's own estimate" not in summary
+  step_line = summary.split("estimated step time:")[1].split("\n")[0]
+  assert step_line.startswith(" 10.0 ms") and not re.search(r"-\d", step_line)
+
+
+def test_report_on_a_gpu_speaks_of_gpus_and_jaxpr_flops():
+  report = _report(device_word="GPU", flops_source="jaxpr", chips=1, target="h100-1",
+                   description="h100-1: 1 NVIDIA H100")
+  summary = report.summary()
+  assert summary.startswith("GPU dry run") and "memory per GPU" in summary
+  assert "from the step's jaxpr" in summary and "on 1 GPU " in summary

@@ -188,7 +188,8 @@ class TargetReport:
         f"mesh: {mesh}; compiled by the {compiler} compiler in {self.compile_seconds:.1f} s",
         f"batch: {self.batch_size} global ({self.batch_size // max(1, self._batch_devices)} "
         f"per {word}); parameters: {self.num_params:,}",
-        f"memory per {word}: {self.memory['total'] / GIB:.2f} GiB of "
+        f"{'HBM' if word == 'chip' else 'memory'} per {word}: "
+        f"{self.memory['total'] / GIB:.2f} GiB of "
         f"{self.hbm_bytes / GIB:g} GiB, {'fits' if self.fits else 'does NOT fit'} "
         f"({parts} GiB)",
         f"per step and {word}: {self.flops / 1e12:.3g} TFLOP{loops}, "
