@@ -86,6 +86,7 @@ if [[ "$SETUP" == 1 ]]; then
   fi
   ARCHIVE="$ARCHIVE_DIR/vit_spectral.tar.gz"
   run tar -C "$ROOT" --exclude=.git --exclude=workdir --exclude=__pycache__ \
+      --exclude=.ci/libtpu --exclude=.ci/cuda \
       --exclude=.venv --exclude='*.egg-info' --exclude=build -czf "$ARCHIVE" .
   run "${GCLOUD[@]}" scp "$ARCHIVE" "$TPU:/tmp/vit_spectral.tar.gz" --worker=all "${COMMON[@]}"
   run "${GCLOUD[@]}" ssh "$TPU" --worker=all "${COMMON[@]}" --command="set -e
