@@ -5,13 +5,14 @@ machine with neither.
   python benchmarks/target_dry_runs.py                  # every row, 2 at a time
   python benchmarks/target_dry_runs.py --only imagenet_deit
   python benchmarks/target_dry_runs.py --render         # rewrite the README's table
+                                                        # and redraw the PNG
   python benchmarks/target_dry_runs.py --check          # exit 1 if it is stale
 
 Each row is one command, `train.py --dry_run --target=SLICE` (it is in the
 JSON beside its figures), run in its own process with libtpu and, for the
 GPU rows, jax's CUDA plugin importable (`pip install -e .[tpu]` / `.[cuda12]`,
 or libtpu, jax-cuda12-plugin and jax-cuda12-pjrt alone on PYTHONPATH). Results:
-benchmarks/results/target_dry_runs.json; the README shows them between
+benchmarks/results/target_dry_runs.json (and .png); the README shows them between
 `<!-- target-dry-runs:begin -->` and `<!-- target-dry-runs:end -->`. The figures are
 the TPU compiler's memory analysis and our roofline over its cost analysis
 (`vit_spectral.training.target_dry_run`), not measurements.
@@ -31,6 +32,7 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)   # `benchmarks.figures` when run as a script
 RESULTS = os.path.join(REPO, "benchmarks", "results", "target_dry_runs.json")
 README = os.path.join(REPO, "README.md")
 BEGIN, END = "<!-- target-dry-runs:begin -->", "<!-- target-dry-runs:end -->"
@@ -189,6 +191,27 @@ def readme_block(results: list[dict], paths: list[dict] | None = None) -> str:
   return "\n".join(parts + [END])
 
 
+def plot(results: list[dict]) -> str:
+  """Draws the rows that fit: memory per device as a share of what it has, and
+  the estimated images/s per device, beside the JSON (results PNG path)."""
+  from benchmarks import figures  # noqa: PLC0415 (matplotlib only when plotting)
+  fitted = [r for r in results if r["report"].get("fits")]
+  labels = [f"{r['label']} @ {r['target']}" for r in fitted][::-1]
+  share = [r["report"]["hbm_per_chip_bytes"]["total"] / r["report"]["hbm_capacity_bytes"]
+           for r in fitted][::-1]
+  speed = [r["report"]["images_per_second"] / r["report"]["chips"] for r in fitted][::-1]
+  fig, (memory, images) = figures.new_figure(2, 13.0, 0.32 * len(fitted) + 1.2)
+  memory.barh(labels, [100 * x for x in share], color="tab:blue")
+  memory.set_xlabel("memory per chip or GPU, % of what it has")
+  images.barh(labels, speed, color="tab:green")
+  images.set_yticklabels([])
+  images.set_xlabel("estimated images/s per chip or GPU (roofline)")
+  fig.suptitle("Train steps compiled for TPU slices and GPU hosts: compiler estimates, "
+               "not measurements", fontsize=10)
+  fig.tight_layout()
+  return figures.save_next_to(fig, RESULTS)
+
+
 def render(check: bool = False) -> bool:
   """Rewrites the README's table from the results (or, with `check`, says
   whether it is current). Returns True when it was current."""
@@ -219,6 +242,8 @@ def main() -> None:
   args = parser.parse_args()
   if args.render or args.check:
     current = render(check=args.check)
+    if args.render:
+      plot(json.load(open(RESULTS, encoding="utf-8"))["rows"])
     if args.check and not current:
       sys.exit("README's TPU dry-run table is stale: python benchmarks/target_dry_runs.py --render")
     return
