@@ -95,16 +95,13 @@ ROWS = (
 
 # ViT-B/16 bf16 on one v5e chip (batch 64): the fused against the explicit
 # attention path, the scanned encoder against the loop (`--set=paths`).
-_EXPLICIT = "--config.model.attention={'name': 'dot_product', 'implementation': 'explicit'}"
-PATH_ROWS = (
-    Row("ViT-B/16 fused, scan", "imagenet_deit:variant=B/16,batch=64", "v5litepod-1"),
-    Row("ViT-B/16 explicit, scan", "imagenet_deit:variant=B/16,batch=64", "v5litepod-1",
-        (_EXPLICIT,)),
-    Row("ViT-B/16 fused, loop", "imagenet_deit:variant=B/16,batch=64", "v5litepod-1",
-        ("--config.model.encoder_mode=loop",)),
-    Row("ViT-B/16 explicit, loop", "imagenet_deit:variant=B/16,batch=64", "v5litepod-1",
-        (_EXPLICIT, "--config.model.encoder_mode=loop")),
-)
+_PATH_FLAGS = {"fused": (), "scan": (), "loop": ("--config.model.encoder_mode=loop",),
+               "explicit": ("--config.model.attention={'name': 'dot_product', "
+                            "'implementation': 'explicit'}",)}
+PATH_ROWS = tuple(
+    Row(f"ViT-B/16 {path}, {mode}", "imagenet_deit:variant=B/16,batch=64", "v5litepod-1",
+        _PATH_FLAGS[path] + _PATH_FLAGS[mode])
+    for mode in ("scan", "loop") for path in ("fused", "explicit"))
 PATHS_RESULTS = os.path.join(REPO, "benchmarks", "results", "target_attention_paths.json")
 
 

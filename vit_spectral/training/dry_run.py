@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 
 from vit_spectral.data import input_pipeline
-from vit_spectral.training import run_settings, sharding, trainer
+from vit_spectral.training import hlo_costs, run_settings, sharding, trainer
 
 # Per-device buffers of the compiled step (jax's CompiledMemoryStats fields).
 MEMORY_FIELDS = ("argument", "output", "temp", "alias")
@@ -179,10 +179,8 @@ def _scanned_depth(model) -> int | None:
 
 
 def _flops(compiled) -> float | None:
-  cost = compiled.cost_analysis()
-  if isinstance(cost, (list, tuple)):  # older jax: one dict per executable
-    cost = cost[0] if cost else None
-  return None if not cost or "flops" not in cost else float(cost["flops"])
+  cost = hlo_costs.xla_cost(compiled)
+  return float(cost["flops"]) if "flops" in cost else None
 
 
 def memory_of(compiled) -> dict[str, int]:

@@ -273,7 +273,9 @@ def _cpu_cost(text: str) -> dict[str, float]:
   return _jax.hlo_module_cost_analysis(xla_bridge.get_backend("cpu"), module)
 
 
-def _xla_cost(compiled: Any) -> dict[str, float]:
+def xla_cost(compiled: Any) -> dict[str, float]:
+  """XLA's own cost analysis of a compiled step as one dict ({} where the
+  backend gives none)."""
   cost = compiled.cost_analysis()
   if isinstance(cost, (list, tuple)):    # older jax: one dict per executable
     cost = cost[0] if cost else {}
@@ -283,14 +285,14 @@ def _xla_cost(compiled: Any) -> dict[str, float]:
 def compiler_seconds(compiled: Any) -> float | None:
   """The compiler's own step-time estimate (`optimal_seconds`), or None. It
   counts each loop body once and can be negative: see `target_dry_run`."""
-  value = _xla_cost(compiled).get("optimal_seconds")
+  value = xla_cost(compiled).get("optimal_seconds")
   return None if value is None else float(value)
 
 
 def step_costs(compiled: Any) -> StepCosts:
   """The compiled step's FLOPs, bytes accessed and collectives per device,
   every loop iteration counted (module docstring)."""
-  return costs_of_text(compiled.as_text(), _xla_cost(compiled))
+  return costs_of_text(compiled.as_text(), xla_cost(compiled))
 
 
 def costs_of_text(text: str, xla_cost: dict[str, float]) -> StepCosts:

@@ -234,13 +234,15 @@ class TargetReport:
 
 
 class _OutOfMemory(Exception):
-  """The TPU compiler's RESOURCE_EXHAUSTED: what it needs and has, in bytes."""
+  """The compiler's RESOURCE_EXHAUSTED: what it needs and has, in bytes, and
+  the planned step it was compiling (`step`, None where not given)."""
 
-  def __init__(self, message: str):
+  def __init__(self, message: str, step: dry_run.Plan | None = None):
     super().__init__(message)
     sizes = [float(n) * _UNITS[u] for n, u in _SIZE.findall(message)]
     self.needed = sizes[0] if sizes else None
     self.available = sizes[1] if len(sizes) > 1 else None
+    self.step = step
 
 
 def _compile(config, target, devices):
@@ -252,7 +254,7 @@ def _compile(config, target, devices):
     compiled = step.lower().compile(compiler_options=dict(target.compiler_options) or None)
   except Exception as e:  # pylint: disable=broad-except  # jax's XlaRuntimeError
     if "RESOURCE_EXHAUSTED" in str(e):
-      raise _OutOfMemory(str(e).strip().splitlines()[0]) from e
+      raise _OutOfMemory(str(e).strip().splitlines()[0], step) from e
     raise
   return step, compiled, time.perf_counter() - start
 
@@ -263,13 +265,12 @@ def _step_matmul_flops(step, devices) -> float:
   return jaxpr_costs.matmul_flops(jaxpr) / len(devices)
 
 
-def _model_flops(config, step, devices) -> float:
-  """The step's matrix FLOPs per chip with remat off (no recomputation)."""
-  if config.model.get("remat", False):
-    config = copy.deepcopy(config)
-    config.model.remat = False
-    step = dry_run.plan(config, devices)
-  return _step_matmul_flops(step, devices)
+def _flops_without_remat(config, devices) -> float:
+  """The matrix FLOPs per chip of `config`'s step with remat off (no
+  recomputation): the model FLOPs of a remat config."""
+  config = copy.deepcopy(config)
+  config.model.remat = False
+  return _step_matmul_flops(dry_run.plan(config, devices), devices)
 
 
 def target_dry_run(config, target_name: str, *, suggest_fixes: bool = True) -> TargetReport:
@@ -293,10 +294,13 @@ def target_dry_run(config, target_name: str, *, suggest_fixes: bool = True) -> T
   if memory["total"] > target.memory_bytes:
     raise _refusal(config, target, devices, _OutOfMemory(
         f"the step needs {memory['total'] / GIB:.2f}G of "
-        f"{target.memory_bytes / GIB:g}G"), suggest_fixes)
+        f"{target.memory_bytes / GIB:g}G", step), suggest_fixes)
   costs = hlo_costs.step_costs(compiled)
   on_tpu = isinstance(target, tpu_targets.TpuTarget)
-  flops = costs.flops if on_tpu else _step_matmul_flops(step, devices)
+  remat = bool(config.model.get("remat", False))
+  # The step as traced: the GPU target's FLOPs, and the model FLOPs without remat.
+  traced = None if on_tpu and remat else _step_matmul_flops(step, devices)
+  flops = costs.flops if on_tpu else traced
   line = roofline(flops, costs.bytes_accessed, costs.collective_bytes, target)
   compiler = hlo_costs.compiler_seconds(compiled)
   valid = compiler is not None and compiler > 0 and not costs.loops
@@ -308,7 +312,7 @@ def target_dry_run(config, target_name: str, *, suggest_fixes: bool = True) -> T
       num_params=step.num_params, memory=memory, hbm_bytes=target.memory_bytes,
       flops=flops, compiled_flops=costs.compiled_flops,
       bytes_accessed=costs.bytes_accessed,
-      model_flops=_model_flops(config, step, devices),
+      model_flops=_flops_without_remat(config, devices) if remat else traced,
       loop_iterations_added=sum(loop.runs - 1 for loop in costs.loops),
       uncounted_loops=len(costs.uncounted_loops), roofline=line,
       compiler_seconds=compiler if valid else None, collectives=costs.collectives,
@@ -352,7 +356,7 @@ def _gib(value: float | None) -> str:
 
 def _refusal(config, target, devices, oom: _OutOfMemory,
              suggest_fixes: bool) -> HbmExceededError:
-  step = dry_run.plan(config, devices)
+  step = oom.step
   batch_devices = step.mesh.shape["data"] * step.mesh.shape["fsdp"]
   arrays = jaxpr_costs.largest_arrays(
       jaxpr_costs.trace(step.steps.train_step, step.state, step.batch), 3)
