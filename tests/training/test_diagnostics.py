@@ -21,8 +21,8 @@ from vit_spectral.training.diagnostics import (DiagnosticsSettings, fixed_images
 from vit_spectral.training.event_files import layer_series, read_scalars
 
 NUM_IMAGES = 12
-TOKEN_METRICS = ("hc_dc_ratio", "token_cosine", "attention_cosine", "rank_residual_ratio",
-                 "attention_entropy")
+TOKEN_METRICS = ("hc_dc_ratio", "token_cosine_similarity", "attention_cosine_similarity",
+                 "rank_residual_ratio", "attention_entropy")
 
 
 # Independent NumPy (float64) forms of the metrics, from the papers' definitions.
@@ -60,8 +60,8 @@ def _expected_token_metrics(model, params, images):
     a = np.asarray(layer["attention/attention_weights"], np.float64)
     out.append({
         "hc_dc_ratio": _hc_dc(x).mean(),
-        "token_cosine": _mean_abs_offdiagonal_cos(x).mean(),
-        "attention_cosine": _mean_abs_offdiagonal_cos(np.swapaxes(a, -1, -2)).mean(),
+        "token_cosine_similarity": _mean_abs_offdiagonal_cos(x).mean(),
+        "attention_cosine_similarity": _mean_abs_offdiagonal_cos(np.swapaxes(a, -1, -2)).mean(),
         "rank_residual_ratio": _rank_residual(x).mean(),
         "attention_entropy": _entropy(a).mean(),
     })

@@ -1,6 +1,18 @@
-"""The papers' diagnostics: pure functions on arrays, and a probe that runs a model.
+"""The papers' diagnostics: `diagnose` runs any Flax model, pure functions do the maths.
+
+    d = analysis.diagnose(model, variables, images)     # any model, any checkpoint
+    d.to_frame(); d.per_layer(); d.plot()
+    analysis.compare({"baseline": d0, "attn_scale": d1}).plot()
 
 Each function cites the paper and equation it implements.
+
+  diagnosis           `diagnose`, `Diagnosis`, `compare`: every per-layer metric
+                      of a model on images, streamed, compiled once
+  protocol            what a model sows to be diagnosable (`diagnosable`,
+                      `sow_attention`)
+  layer_metrics       the metric names and the one function of each
+  plots               per-layer figures of one model or several
+  workdir             `load_workdir`: a trainer run's model, variables, config
 
   frequency           DC/HC decomposition and ratios (paper 000, Def. 1, App. G.3)
   attention_spectrum  row norms of F·A·F⁻¹ (paper 000, App. F.2)
@@ -11,11 +23,16 @@ Each function cites the paper and equation it implements.
   lipschitz           Lipschitz bounds and an empirical estimate (paper 001)
   attention_centres   Gaussian head centres and their plot (paper 002)
   head_pruning        degenerate Gaussian heads and their pruning (paper 002)
-  probe               runs a model and collects the per-layer diagnostics
+  probe               `probe`, `probe_stages`: per-image values, thin names over
+                      `diagnose`
 """
 
 from vit_spectral.analysis.attention_centres import gaussian_heads, plot_attention_centres
 from vit_spectral.analysis.attention_spectrum import attention_spectrum
+from vit_spectral.analysis.diagnosis import Comparison, Diagnosis, compare, diagnose
+from vit_spectral.analysis.layer_metrics import known_metric_names
+from vit_spectral.analysis.plots import plot_diagnoses
+from vit_spectral.analysis.protocol import diagnosable, sow_attention
 from vit_spectral.analysis.eigen import (
     Dominating, DominatingCounts, asymmetry, condition_number, dominating_counts, dominating_eigenvalue,
     dominating_from_spectra, h_matrix, head_h_spectra, layer_kernels, perron_index,
@@ -35,15 +52,15 @@ from vit_spectral.analysis.similarity import (
 from vit_spectral.analysis.smoothing import smoothing_rate_bound
 
 __all__ = [
-    "Branch", "Dominating", "DominatingCounts", "LipschitzReport", "asymmetry",
+    "Branch", "Comparison", "Diagnosis", "Dominating", "DominatingCounts", "LipschitzReport", "asymmetry",
     "attention_cosine_similarity", "attention_entropy", "attention_spectrum",
-    "block_branches", "condition_number", "cosine_gram", "dc", "degenerate_heads", "dominating_counts",
+    "block_branches", "compare", "condition_number", "cosine_gram", "dc", "degenerate_heads", "diagnosable", "diagnose", "dominating_counts",
     "dominating_eigenvalue", "dominating_from_spectra", "empirical_lipschitz",
     "exp_kappa_bound", "gaussian_heads", "gelu_lipschitz", "h_matrix", "hc",
-    "hc_dc_ratio", "hc_proportion", "head_h_spectra", "layer_kernels",
+    "hc_dc_ratio", "hc_proportion", "head_h_spectra", "known_metric_names", "layer_kernels",
     "lipsformer_lipschitz_bound", "matrix_norm", "multihead_scsa_lipschitz_bound",
-    "norm_1_inf", "norm_lipschitz", "perron_index", "plot_attention_centres", "probe", "probe_stages",
+    "norm_1_inf", "norm_lipschitz", "perron_index", "plot_attention_centres", "plot_diagnoses", "probe", "probe_stages",
     "prune_heads", "rank_residual_ratio", "remove_heads", "scsa_lipschitz_bound",
-    "smoothing_rate_bound", "theorem4_dominating", "token_cosine_similarity",
+    "smoothing_rate_bound", "sow_attention", "theorem4_dominating", "token_cosine_similarity",
     "token_cosine_values", "token_residual", "vit_lipschitz_bound",
 ]

@@ -1,18 +1,14 @@
-"""Runs a model once and reads the paper-000 diagnostics from what its blocks sow.
+"""`probe` and `probe_stages`: the paper-000 figures per image, as thin names over
+`analysis.diagnose` (kept for code written against them; new code calls
+`diagnose`, which also averages on the fly, streams batches and compiles once).
 
-Every block sows its output tokens ("block_output", (B, T, D)) and its attention
-map ("attention/attention_weights", (B, H, T, T); Â for AttnScale), so one
-forward pass with `mutable=["intermediates"]` is enough. Token statistics use all
-T tokens, CLS included (n in the paper counts every token).
-
-Backbones with stages (Swin, CSwin: one encoder per stage, `models.
-intermediates.per_stage`) and windowed attention: the token statistics are
-taken per layer on the whole image's tokens (HC/DC, token cosine: one number
-per image and layer, stackable over every stage); the attention figures are
-per window, since each window is the attention's whole input there (its DC is
-the window mean): maps (B·nW, H, N, N), row b·nW + w = window w of image b,
-one set per head group (CSwin's "attention_rows" / "attention_cols" stripes).
-`probe` returns those per stage (`probe_stages`).
+Both run `diagnose(..., per_image=True, keep_maps=True)` on the images as one
+batch and reshape its result: the per-image values with a leading layer axis.
+Token statistics use all T tokens, CLS included (n in the paper counts every
+token). Backbones with stages (Swin, CSwin) and windowed attention: the token
+statistics are per layer on the whole image's tokens; the attention figures
+per window (maps (B·nW, H, N, N), row b·nW + w = window w of image b), one
+set per head group (CSwin's "attention_rows" / "attention_cols" stripes).
 """
 
 from __future__ import annotations
@@ -20,25 +16,22 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 import flax.linen as nn
-import jax
-import jax.numpy as jnp
+import numpy as np
 
-from vit_spectral.analysis.attention_spectrum import attention_spectrum
-from vit_spectral.analysis.frequency import hc_dc_ratio, hc_proportion
-from vit_spectral.analysis.similarity import attention_cosine_similarity, token_cosine_similarity
-from vit_spectral.models.intermediates import per_layer, per_stage
+from vit_spectral.analysis.diagnosis import diagnose
+from vit_spectral.analysis.protocol import ATTENTION_KEY, OUTPUT_KEY
+from vit_spectral.models.intermediates import per_layer
 
-ATTENTION_KEY = "attention/attention_weights"
-OUTPUT_KEY = "block_output"
-_MAP_SUFFIX = "/attention_weights"
+__all__ = ["ATTENTION_KEY", "OUTPUT_KEY", "TOKEN_METRICS", "probe", "probe_stages", "sown_blocks"]
+
 # Per-image token statistics: one number per image and layer at any token count.
 TOKEN_METRICS = ("hc_dc_ratio", "hc_proportion", "token_cosine_similarity")
+_MAP_METRICS = ("attention_cosine_similarity", "attention_spectrum")
 
 
-def sown_blocks(intermediates: Mapping[str, Any]) -> list[dict[str, jax.Array]]:
+def sown_blocks(intermediates: Mapping[str, Any]) -> list[dict[str, Any]]:
   """`models.per_layer(intermediates)`, checked: every block sowed its output
-  (OUTPUT_KEY, (B, T, D)) and its attention map (ATTENTION_KEY, (B, H, T, T)),
-  which the diagnostics read (`probe`, `training.diagnostics`).
+  (OUTPUT_KEY, (B, T, D)) and its attention map (ATTENTION_KEY, (B, H, T, T)).
 
   Raises:
     KeyError: a block lacks one of them (names the block and what it sowed).
@@ -52,41 +45,30 @@ def sown_blocks(intermediates: Mapping[str, Any]) -> list[dict[str, jax.Array]]:
   return layers
 
 
-def _token_metrics(x) -> dict[str, jax.Array]:
-  x = x.astype(jnp.float32)
-  return {"hc_dc_ratio": hc_dc_ratio(x),                                  # Def. 1
-          "hc_proportion": hc_proportion(x),                              # App. G.3
-          "token_cosine_similarity": token_cosine_similarity(x)}          # eq. 76
-
-
-def _map_metrics(a) -> dict[str, jax.Array]:
-  a = a.astype(jnp.float32)
-  return {"attention_cosine_similarity": attention_cosine_similarity(a),  # eq. 75
-          "attention_spectrum": attention_spectrum(a),                    # App. F.2
-          "attention_weights": a}
-
-
-def _layer_metrics(layer: Mapping[str, jax.Array]) -> dict[str, jax.Array]:
-  return {**_token_metrics(layer[OUTPUT_KEY]), **_map_metrics(layer[ATTENTION_KEY])}
-
-
-def _stage_layer_metrics(layer: Mapping[str, jax.Array], where: str) -> dict[str, jax.Array]:
-  """A stage's block: token metrics of its output, map metrics per head group
-  ("attention" alone keeps the plain keys; other groups prefix theirs)."""
-  groups = {k[:-len(_MAP_SUFFIX)]: v for k, v in layer.items() if k.endswith(_MAP_SUFFIX)}
-  if OUTPUT_KEY not in layer or not groups:
-    raise KeyError(f"{where} sowed {sorted(layer)}: the diagnostics need every block to sow "
-                   "its output and its attention map")
-  out = _token_metrics(layer[OUTPUT_KEY])
-  for group, a in groups.items():
-    prefix = "" if group == "attention" else f"{group}/"
-    out.update({prefix + k: v for k, v in _map_metrics(a).items()})
-  return out
+def _per_stage(model, variables, images) -> list[dict[str, Any]]:
+  images = np.asarray(images)
+  d = diagnose(model, variables, images, metrics=TOKEN_METRICS + _MAP_METRICS,
+               batch_size=len(images), per_image=True, keep_maps=True)
+  stages = []
+  for s, name in enumerate(d.stage_names):
+    layers = np.flatnonzero(d.stage == s)
+    keys = set.intersection(*(set(d.per_image[i]) for i in layers))
+    stage: dict[str, Any] = {"name": name}
+    for key in sorted(keys):
+      values = np.stack([d.per_image[i][key] for i in layers])
+      if key.split("/")[-1] == "attention_cosine_similarity":   # eq. 75: mean over heads
+        values = values.mean(axis=-1)
+      stage[key] = values
+    for group in set.intersection(*(set(d.maps[i]) for i in layers)):
+      prefix = "" if group == "attention" else f"{group}/"
+      stage[f"{prefix}attention_weights"] = np.stack([d.maps[i][group] for i in layers])
+    stages.append(stage)
+  return stages
 
 
 def probe_stages(model: nn.Module, variables: Mapping[str, Any], images
                  ) -> list[dict[str, Any]]:
-  """`probe` per stage, for any library model (one entry for the ViT).
+  """`probe` per stage, for any diagnosable model (one entry for the ViT).
 
   Returns:
     One dict per stage, in order: "name" (the stage's module name, None for
@@ -100,36 +82,11 @@ def probe_stages(model: nn.Module, variables: Mapping[str, Any], images
     Head groups other than "attention" (CSwin's stripes) prefix their three
     attention keys with their name: "attention_rows/attention_weights", ...
   """
-  inputs = {k: v for k, v in variables.items() if k != "intermediates"}
-  return _probe_stages(model, inputs, images, _stage_names(model, inputs, images))
-
-
-def _probe_stages(model, inputs, images, names: list[str | None]) -> list[dict[str, Any]]:
-  """`probe_stages` once the stages' `names` are known (one eval_shape)."""
-
-  @jax.jit
-  def run(inputs, images):
-    _, state = model.apply(inputs, images, train=False, mutable=["intermediates"])
-    stages = []
-    for name, layers in per_stage(state["intermediates"]):
-      metrics = [_stage_layer_metrics(layer, f"block {i} of stage {name}")
-                 for i, layer in enumerate(layers)]
-      keys = set.intersection(*(set(m) for m in metrics))
-      stages.append({k: jnp.stack([m[k] for m in metrics]) for k in sorted(keys)})
-    return stages
-
-  return [dict(arrays, name=name) for (name, arrays) in zip(names, run(inputs, images))]
-
-
-def _stage_names(model, inputs, images) -> list[str | None]:
-  shapes = jax.eval_shape(lambda v, x: model.apply(v, x, train=False,
-                                                   mutable=["intermediates"])[1],
-                          inputs, images)
-  return [name for name, _ in per_stage(shapes["intermediates"])]
+  return _per_stage(model, variables, images)
 
 
 def probe(model: nn.Module, variables: Mapping[str, Any], images) -> dict[str, Any]:
-  """Per-layer Fourier-domain diagnostics of `model` on `images` (one forward pass).
+  """Per-layer Fourier-domain diagnostics of `model` on `images`, per image.
 
   A model with stages (Swin, CSwin) returns the layers of every stage:
   the token metrics stacked over all of them, (L, B), "stage" (L,) the stage
@@ -139,35 +96,27 @@ def probe(model: nn.Module, variables: Mapping[str, Any], images) -> dict[str, A
   `depth` self-attention layers (the class stage's 1×T maps are not probed).
 
   Args:
-    model: a library model (any attention variant and block options).
+    model: a library model (any attention variant and block options), or any
+      module that follows `analysis.protocol`.
     variables: its variables ({"params": ...}); an "intermediates" collection
       in them is ignored.
     images: (B, H, W, C) inputs, run in inference mode (no dropout).
 
   Returns:
-    A dict of arrays with a leading layer axis L (block order), per image:
+    A dict of NumPy arrays with a leading layer axis L (block order), per image:
       "hc_dc_ratio": (L, B) ‖HC[X_l]‖_F / ‖DC[X_l]‖_F of block l's output.
       "hc_proportion": (L, B) ‖HC[X_l]‖_F / ‖X_l‖_F.
       "token_cosine_similarity": (L, B) eq. 76 on block l's output.
       "attention_cosine_similarity": (L, B) eq. 75 (mean over heads).
       "attention_spectrum": (L, B, H, T) response per frequency, DC first.
       "attention_weights": (L, B, H, T, T) the attention maps.
-    Average over axis 1 for per-layer numbers.
+    Average over axis 1 for per-layer numbers (or call `diagnose`).
   """
-  inputs = {k: v for k, v in variables.items() if k != "intermediates"}
-  names = _stage_names(model, inputs, images)
-  if names != [None]:
-    stages = _probe_stages(model, inputs, images, names)
-    out: dict[str, Any] = {k: jnp.concatenate([s[k] for s in stages]) for k in TOKEN_METRICS}
-    out["stage"] = jnp.concatenate([jnp.full(len(s["hc_dc_ratio"]), i, jnp.int32)
-                                    for i, s in enumerate(stages)])
-    out["stages"] = stages
-    return out
-
-  @jax.jit
-  def run(inputs, images):
-    _, state = model.apply(inputs, images, train=False, mutable=["intermediates"])
-    layers = [_layer_metrics(layer) for layer in sown_blocks(state["intermediates"])]
-    return {key: jnp.stack([m[key] for m in layers]) for key in layers[0]}
-
-  return run(inputs, images)
+  stages = _per_stage(model, variables, images)
+  if len(stages) == 1:
+    return {k: v for k, v in stages[0].items() if k != "name"}
+  out: dict[str, Any] = {k: np.concatenate([s[k] for s in stages]) for k in TOKEN_METRICS}
+  out["stage"] = np.concatenate([np.full(len(s["hc_dc_ratio"]), i, np.int32)
+                                 for i, s in enumerate(stages)])
+  out["stages"] = stages
+  return out

@@ -58,6 +58,14 @@ def _is_block(key: str) -> bool:
   return bool(_SCAN_RE.fullmatch(key) or _LOOP_RE.fullmatch(key))
 
 
+def holds_blocks(tree: Any) -> bool:
+  """Whether `tree` has an "encoder" whose keys name library blocks
+  ("encoderblock_<i>", "encoderblock", "encoderblock_segment<k>"): what
+  `layer_trees` reads."""
+  encoder = tree.get("encoder") if isinstance(tree, Mapping) else None
+  return isinstance(encoder, Mapping) and any(_is_block(str(k)) for k in encoder)
+
+
 def _loop_indices(encoder: Mapping[str, Any]) -> list[int]:
   return sorted(int(m.group(1)) for k in encoder if (m := _LOOP_RE.fullmatch(k)))
 

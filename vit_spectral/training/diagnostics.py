@@ -5,37 +5,29 @@ jitted function (compiled once) on a fixed set of images (the first M of the
 eval split, preprocessed as for evaluation) at step 0 of a run from scratch,
 every N steps and at the last step, and writes per-layer scalars to the
 workdir's TensorBoard files (`training.event_files` reads them back). Tags are
-`diagnostics/<metric>/layer_<ll>` (ll = 00, 01, ... in block order); each value
-is a mean over the M images (and heads, where the metric has them):
+`diagnostics/<metric>/layer_<ll>` (ll = 00, 01, ... in block order, over all
+stages of a hierarchical backbone); each value is a mean over the M images
+(and heads and windows, where the metric has them).
 
-  every model (from what each block sows, one forward pass in inference mode)
-    hc_dc_ratio          ‖HC[X_ℓ]‖_F / ‖DC[X_ℓ]‖_F of block ℓ's output
-                         (paper 000, Def. 1; paper 003's HFC/LFC, Fig. 4)
-    token_cosine         mean |cos| between distinct tokens (paper 000, eq. 76)
-    attention_cosine     mean |cos| between attention columns (paper 000, eq. 75)
-    rank_residual_ratio  ‖Res(X_ℓ)‖_{1,∞} / ‖X_ℓ‖_{1,∞} (paper 004, eq. 61)
-    attention_entropy    attention-row entropy in nats (paper 004, App. I); for
-                         AttnScale the sown map is Â (paper 000, eq. 9), whose
-                         few negative entries add nothing (only p > 0 terms)
-  every layer with value and output projections (from the parameters)
-    h_cond, h_asymmetry  cond(H) and ‖(H − Hᵀ)/2‖_F / ‖(H + Hᵀ)/2‖_F of
-                         H = W_projᵀ W_Vᵀ (paper 003, Figs. 5 and 2)
-  eigen-reparameterized layers (paper 003, §4)
-    h_eig_min, h_eig_max the range of the eigenvalues Λ_H of W_V W_proj
-  FeatScale layers (paper 000, eqs. 10–12; Fig. 7)
-    feat_scale_s_mean, _min, _max; feat_scale_t_mean, _min, _max   over channels
-  layers whose attention variant declares scalars (`Attention.LOGGED_PARAMS`:
-  a parameter -> <stem>_mean, _min, _max; `Attention.LOGGED_SOWN`: a sown
-  scalar -> its tag, the mean over the images); the tags are listed in each
-  variant's docstring (AttnScale's per-head scale, paper 000 Fig. 6;
-  Hopfield's score-memory norm, paper 004 eq. 10)
+The metrics are `analysis.diagnose`'s, computed by the same functions
+(`analysis.diagnosis.layer_means`; names and equations in
+`analysis.layer_metrics`): by default LOGGED_METRICS, i.e.
 
-Layers are read through the layout walker (`models.layouts`), so scanned,
-segmented and looped encoders, and layers that differ (`model.layer_overrides`),
-all give one value per layer; a metric a layer does not have is not written
-for that layer. The attention maps of all layers are held at once: M images
-cost M·L·heads·T² floats (ViT-B/16, M = 64: 1.4 GB), so keep M small on large
-models.
+    hc_dc_ratio, hc_proportion, token_cosine_similarity, rank_residual_ratio,
+    attention_cosine_similarity, attention_entropy, attention_spectrum_hf_dc
+    (from what each block sows, one forward pass in inference mode);
+    h_cond, h_asymmetry (paper 003's H = W_projᵀ W_Vᵀ), h_eig_min, h_eig_max
+    (eigen-reparameterized layers), FeatScale's feat_scale_{s,t}_{mean,min,max},
+    and what each attention variant declares (`Attention.LOGGED_PARAMS`,
+    `LOGGED_SOWN`: AttnScale's attn_scale_omega_*, Hopfield's
+    hopfield_memory_norm) from the parameters and sown scalars;
+
+`config.diagnostics.metrics` names another set. Layers are read through the
+layout walker (`models.layouts`), so scanned, segmented and looped encoders,
+and layers that differ (`model.layer_overrides`), all give one value per
+layer; a metric a layer does not have is not written for that layer. The
+maps are reduced layer by layer, so the memory is about one layer's maps
+(M·heads·T² floats) beyond the forward pass.
 """
 
 from __future__ import annotations
@@ -49,19 +41,18 @@ import numpy as np
 
 from vit_spectral import errors
 from vit_spectral import settings as settings_lib
-from vit_spectral.analysis.eigen import asymmetry, condition_number, h_matrix
-from vit_spectral.analysis.frequency import hc_dc_ratio
-from vit_spectral.analysis.probe import ATTENTION_KEY, OUTPUT_KEY, sown_blocks
-from vit_spectral.analysis.rank import attention_entropy, rank_residual_ratio
-from vit_spectral.analysis.similarity import attention_cosine_similarity, token_cosine_similarity
-from vit_spectral.attention import get_attention
-from vit_spectral.attention.value_output import PSI, ValueOutput, eigenvalues, value_output_kernels
+from vit_spectral.analysis import layer_metrics
+from vit_spectral.analysis.diagnosis import layer_means
 from vit_spectral.data import input_pipeline
-from vit_spectral.layers.feat_scale import FeatScale
-from vit_spectral.models.layouts import layer_fields, layer_trees
-from vit_spectral.models.token_layouts import ATTENTION_MODULE
 
 TAG_PREFIX = "diagnostics"
+# What the trainer logs unless config.diagnostics.metrics says otherwise.
+LOGGED_METRICS = ("hc_dc_ratio", "hc_proportion", "token_cosine_similarity",
+                  "rank_residual_ratio", "attention_cosine_similarity", "attention_entropy",
+                  "attention_spectrum_hf_dc", *(
+                      n for n in layer_metrics.known_metric_names()
+                      if n not in layer_metrics.TOKEN_METRICS and n not in layer_metrics.MAP_METRICS
+                      and n != layer_metrics.SPECTRUM))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,12 +64,15 @@ class DiagnosticsSettings:
       from scratch) and the last step; None = off.
     num_images: how many images of the eval split (the first ones) they are
       measured on.
+    metrics: the metric names logged (`analysis.layer_metrics`); None =
+      LOGGED_METRICS.
   """
 
   SECTION = "diagnostics"
 
   every: int | None = None
   num_images: int = 64
+  metrics: tuple[str, ...] | None = None
 
   def __post_init__(self):
     settings_lib.require(self.every is None or self.every > 0,
@@ -86,6 +80,16 @@ class DiagnosticsSettings:
                          "(None turns the diagnostics off)")
     settings_lib.require(self.num_images > 0,
                          f"config.diagnostics.num_images={self.num_images} must be positive")
+    if self.metrics is not None:
+      try:
+        object.__setattr__(self, "metrics", layer_metrics.check_metrics(self.metrics))
+      except ValueError as e:
+        raise errors.ConfigError(str(e).replace("diagnose metrics", "config.diagnostics.metrics"))
+
+  @property
+  def logged_metrics(self) -> tuple[str, ...]:
+    """The metric names the trainer logs."""
+    return LOGGED_METRICS if self.metrics is None else self.metrics
 
   @property
   def enabled(self) -> bool:
@@ -96,82 +100,23 @@ class DiagnosticsSettings:
     return self.enabled and (step % self.every == 0 or step == total_steps)
 
 
-def _tokens_metrics(layers: list[Mapping[str, jax.Array]]) -> dict[str, jax.Array]:
-  """Per-layer means over images of the sown-token metrics: metric -> (L,).
-
-  The layers' arrays are stacked and each metric runs once on the stack (one
-  op per metric rather than one per layer: a fraction of the compile time)."""
-  x = jnp.stack([layer[OUTPUT_KEY] for layer in layers]).astype(jnp.float32)     # (L, B, T, D)
-  a = jnp.stack([layer[ATTENTION_KEY] for layer in layers]).astype(jnp.float32)  # (L, B, H, T, T)
-  return {
-      "hc_dc_ratio": hc_dc_ratio(x).mean(axis=1),
-      "token_cosine": token_cosine_similarity(x).mean(axis=1),
-      "attention_cosine": attention_cosine_similarity(a).mean(axis=1),
-      "rank_residual_ratio": rank_residual_ratio(x).mean(axis=1),
-      "attention_entropy": attention_entropy(a).mean(axis=(1, 2)),
-  }
-
-
-def _summaries(name: str, values: jax.Array) -> dict[str, jax.Array]:
-  values = values.astype(jnp.float32)
-  return {f"{name}_mean": values.mean(), f"{name}_min": values.min(),
-          f"{name}_max": values.max()}
-
-
-def _parameter_metrics(tree: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[str, jax.Array]:
-  """One layer's parameter diagnostics (`tree`: its loop-layout params)."""
-  attention = tree.get(ATTENTION_MODULE, {})
-  value_output = ValueOutput.from_options(fields["attention_kwargs"])
-  metrics = {}
-  if value_output.eigen or ("value" in attention and "out" in attention):
-    w_v, w_proj = value_output_kernels(attention, value_output, fields["num_heads"])
-    h = h_matrix(jnp.asarray(w_v), jnp.asarray(w_proj))
-    metrics.update(h_cond=condition_number(h), h_asymmetry=asymmetry(h))
-  if value_output.eigen:
-    lam = eigenvalues(attention[PSI], value_output)
-    metrics.update(h_eig_min=lam.min(), h_eig_max=lam.max())
-  for path, stem in get_attention(fields["attention"]).LOGGED_PARAMS.items():
-    if path in attention:
-      metrics.update(_summaries(stem, attention[path]))
-  if "feat_scale" in tree:
-    for path, stem in FeatScale.LOGGED_PARAMS.items():
-      metrics.update(_summaries(stem, tree["feat_scale"][path]))
-  return metrics
-
-
-def _sown_metrics(layer: Mapping[str, jax.Array], fields: Mapping[str, Any]) -> dict[str, jax.Array]:
-  """One layer's sown scalars its attention variant declares (`LOGGED_SOWN`),
-  each averaged over the images."""
-  declared = get_attention(fields["attention"]).LOGGED_SOWN
-  return {tag: layer[f"{ATTENTION_MODULE}/{name}"].astype(jnp.float32).mean()
-          for name, tag in declared.items() if f"{ATTENTION_MODULE}/{name}" in layer}
-
-
-def layer_diagnostics(model, params: Mapping[str, Any], images) -> list[dict[str, jax.Array]]:
-  """Every diagnostic of every layer (pure; `Diagnostics` jits it).
+def layer_diagnostics(model, params: Mapping[str, Any], images,
+                      metrics=LOGGED_METRICS) -> list[dict[str, jax.Array]]:
+  """Every logged diagnostic of every layer (pure; `Diagnostics` jits it):
+  `analysis.diagnosis.layer_means` on the params.
 
   Args:
-    model: a library ViT (any attention variant, block options and layout).
+    model: a library model (any attention variant, block options, layout and
+      backbone) or any module that follows `analysis.protocol`.
     params: its "params" collection.
     images: (M, H, W, C) inputs, run in inference mode.
+    metrics: the metric names.
 
   Returns:
-    One dict per layer, in block order: metric name (module docstring) -> ()
-    float32 scalar; a layer's dict holds only the metrics it has.
+    One dict per layer, in block order: metric name -> () float32 scalar; a
+    layer's dict holds only the metrics it has.
   """
-  _, state = model.apply({"params": params}, images, train=False, mutable=["intermediates"])
-  sown = sown_blocks(state["intermediates"])
-  trees, fields = layer_trees(params), layer_fields(model)
-  if not len(sown) == len(trees) == len(fields):
-    raise ValueError(f"{len(sown)} blocks sowed intermediates, the params have {len(trees)} "
-                     f"layers and model.depth={len(fields)}: they must agree")
-  tokens = _tokens_metrics(sown)
-  out = []
-  for index, (layer, tree, block) in enumerate(zip(sown, trees, fields)):
-    metrics = {name: values[index] for name, values in tokens.items()}
-    metrics.update(_sown_metrics(layer, block))
-    out.append({**metrics, **_parameter_metrics(tree, block)})
-  return out
+  return layer_means(model, {"params": params}, images, metrics)
 
 
 def scalar_tags(layers: list[Mapping[str, Any]]) -> dict[str, float]:
@@ -216,17 +161,13 @@ class Diagnostics:
                mesh: jax.sharding.Mesh):
     """params_sharding: the shardings of the params the trainer holds
     (`ShardedSteps.state_sharding.params`); the images are replicated."""
-    if not hasattr(model, "depth"):
-      raise ValueError(f"config.diagnostics reads one encoder of model.depth blocks; "
-                       f"{type(model).__name__} has stages of different token counts and "
-                       "widths, which the diagnostics do not read yet: leave "
-                       "config.diagnostics.every unset")
     self.settings = settings
     replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
     images = fixed_images(input_config, settings.num_images)
     self._images = jax.make_array_from_callback(images.shape, replicated,
                                                 lambda index: images[index])
-    self._run = jax.jit(lambda params, images: layer_diagnostics(model, params, images),
+    metrics = settings.logged_metrics
+    self._run = jax.jit(lambda params, images: layer_diagnostics(model, params, images, metrics),
                         in_shardings=(params_sharding, replicated), out_shardings=replicated)
 
   def __call__(self, params) -> dict[str, float]:
