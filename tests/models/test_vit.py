@@ -120,6 +120,14 @@ def test_bfloat16_compute_keeps_float32_params_and_logits():
     (dict(variant="Ti/16", attention=dict(name="nope")), "dot_product"),
     (dict(variant="Ti/16", norm="batch_norm"), "layer_norm"),
     (dict(hidden_size=32, depth=2, num_heads=4), "patch_size"),
+    (dict(variant="Ti/16", register_tokens=-1), r"model\.register_tokens=-1 must be an int >= 0"),
+    (dict(variant="Ti/16", posemb_tokens="cls"), r"model\.posemb_tokens='cls'; choose one of"),
+    (dict(variant="Ti/16", posemb="sincos2d", posemb_tokens="patches"), r"posemb='sincos2d'"),
+    (dict(variant="Ti/16", distilled=True, pooling="mean"),
+     r"distilled=True .* model\.pooling='cls'"),
+    (dict(variant="Ti/16", block=dict(mlp_activation="relu")), r"mlp_activation='relu'"),
+    (dict(variant="Ti/16", mlp_dim=767, block=dict(mlp_activation="swiglu")),
+     r"mlp_dim=767 must be even"),
 ])
 def test_bad_model_configs_raise_clear_errors(fields, match):
   with pytest.raises(ValueError, match=match):
@@ -130,3 +138,33 @@ def test_bad_model_configs_raise_clear_errors(fields, match):
 def test_patch_size_that_does_not_divide_the_image_raises():
   with pytest.raises(ValueError, match="patch_size=3"):
     jax.eval_shape(tiny_vit(patch_size=3).init, jax.random.key(0), jnp.ones((1, 8, 8, 1)))
+
+
+def test_pretrained_family_options_default_to_the_plain_vit_and_add_named_parameters():
+  x = jnp.ones((1, 8, 8, 1))
+  plain = jax.eval_shape(tiny_vit().init, jax.random.key(0), x)["params"]
+  model = tiny_vit(distilled=True, register_tokens=3, posemb_tokens="patches", norm_pre=True,
+                   stem_bias=False)
+  params = jax.eval_shape(model.init, jax.random.key(0), x)["params"]
+  assert set(params) - set(plain) == {"dist", "registers", "head_dist", "norm_pre"}
+  assert "bias" not in params["embedding"] and params["registers"].shape[:2] == (1, 3)
+  assert params["pos_embedding"].shape[1] == plain["pos_embedding"].shape[1] - 1  # no CLS row
+
+
+def test_mlp_activations_are_their_formulas():
+  """quick_gelu: x·σ(1.702x) (timm's quick_gelu); swiglu: SiLU(a)·b of fc1's halves
+  (timm's SwiGLUPacked = GluMlp(act_layer=SiLU, gate_last=False))."""
+  from vit_spectral.layers.mlp import MlpBlock
+  x = jax.random.normal(jax.random.key(0), (2, 5, 6))
+  for activation, mlp_dim in (("quick_gelu", 8), ("swiglu", 8)):
+    mlp = MlpBlock(mlp_dim=mlp_dim, activation=activation)
+    params = mlp.init(jax.random.key(1), x)["params"]
+    h = np.asarray(x) @ np.asarray(params["fc1"]["kernel"]) + np.asarray(params["fc1"]["bias"])
+    if activation == "quick_gelu":
+      h = h / (1 + np.exp(-1.702 * h))
+    else:
+      a, b = h[..., :mlp_dim // 2], h[..., mlp_dim // 2:]
+      h = a / (1 + np.exp(-a)) * b
+    assert params["fc2"]["kernel"].shape == (h.shape[-1], 6)
+    want = h @ np.asarray(params["fc2"]["kernel"]) + np.asarray(params["fc2"]["bias"])
+    np.testing.assert_allclose(mlp.apply({"params": params}, x), want, rtol=1e-5, atol=1e-5)

@@ -119,12 +119,14 @@ class BlockSpec:
     use_mlp: the block has its MLP branch.
     block_order: one of BLOCK_ORDERS ("lipsformer" needs residual_alpha).
     residual_alpha: initial per-channel α of every weighted branch (paper
-      001, eq. 4; CaiT's LayerScale); None = no α.
+      001, eq. 4; CaiT's, DeiT-III's and DINOv2's LayerScale γ, timm's
+      `gamma_1` / `ls1.gamma`); None = no α.
     conv_block, conv_kernel_size, extra_depthwise_branch: LipsFormer's
       convolution branches (§4.2.1, §5.3).
     drop_path_rescale: DropPath rescales kept branches by 1/(1 − p) in
       training (True) or scales by (1 − p) at evaluation (False, App. J).
-    mlp_activation: "gelu_tanh" or "gelu_erf".
+    mlp_activation: one of `layers.mlp.MLP_ACTIVATIONS`: "gelu_tanh", "gelu_erf",
+      "quick_gelu" (OpenAI CLIP) or the gated "swiglu" (DINOv2 ViT-g).
     dtype: compute dtype; param_dtype: parameter dtype.
   """
   num_heads: int | None = None
@@ -172,6 +174,9 @@ class BlockSpec:
                        "only and cannot run in a Block (its output is not one per token); "
                        "it is the class stage of models.cait")
     check_activation(self.mlp_activation)
+    if self.mlp_activation == "swiglu" and self.mlp_dim is not None and self.mlp_dim % 2:
+      raise ValueError(f"model.mlp_dim={self.mlp_dim} must be even with "
+                       "model.block.mlp_activation='swiglu' (fc1's output is split in two)")
     if self.block_order not in BLOCK_ORDERS:
       raise ValueError(f"model.block.block_order={self.block_order!r}; choose one "
                        f"of {list(BLOCK_ORDERS)}")

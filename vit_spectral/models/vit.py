@@ -26,16 +26,19 @@ from vit_spectral.layers.initializers import get_initializer
 from vit_spectral.layers.mlp import MlpBlock
 from vit_spectral.layers.norms import make_norm
 from vit_spectral.layers.space_to_depth import space_to_depth
-from vit_spectral.models.backbone import POOLINGS, IsotropicBackbone, register_models
+from vit_spectral.models.backbone import (POOLINGS, ClassifierHead, IsotropicBackbone,
+                                          register_models)
 from vit_spectral.models.posemb import POSEMB_CHOICES, sincos_2d
 from vit_spectral.models.segments import BLOCK_NAME, layer_specs, scan_name, segments
 from vit_spectral.models.specs import BlockSpec, BranchSpec, EncoderSpec
 from vit_spectral.models.token_layouts import TokenLayout
 from vit_spectral.models.variants import MODEL_NAMES, variant_fields
 
-__all__ = ["Block", "Encoder", "STEMS", "ViT", "stem_initializer"]
+__all__ = ["Block", "Encoder", "POSEMB_TOKENS", "STEMS", "ViT", "stem_initializer"]
 
 STEMS = ("patch", "space_to_depth")
+# Which tokens the learned position embedding covers (ViT.posemb_tokens).
+POSEMB_TOKENS = ("all", "patches")
 
 
 def _as_float32(tree):
@@ -385,6 +388,30 @@ class ViT(IsotropicBackbone):
     encoder: the `EncoderSpec` (scan or loop, unroll, residuals, remat,
       drop_path_rate; `Encoder` explains them and gives the measurements).
 
+  Options of pretrained families (timm's `VisionTransformer` and
+  `VisionTransformerDistilled` decide them: the papers are silent; the
+  defaults are the plain ViT, with the same parameters and numbers):
+    distilled: DeiT's distillation token "dist" after the CLS token and a
+      second head "head_dist" on it; the logits are the mean of the two
+      heads' (timm's `VisionTransformerDistilled.forward_head` at
+      evaluation; its training forward returns both, which we do not).
+      Needs pooling="cls".
+    register_tokens: learned register tokens "registers" (1, R, D) after the
+      CLS (and distillation) token (Darcet et al.; timm's `reg_token`,
+      DINOv2's `*_reg4_*` models). Like every prefix token, they are tokens
+      of the stream (the sown block outputs and attention maps include them)
+      and are left out of mean pooling.
+    posemb_tokens: which tokens the learned position embedding covers:
+      "all" (prefix and patch tokens: added after the prefix tokens are
+      prepended; timm's default, the original ViT and DeiT) or "patches"
+      (added to the patch tokens before the prefix tokens are prepended:
+      timm's `no_embed_class=True`, DeiT-III, DINOv2 with registers,
+      big_vision). Only for posemb="learned".
+    norm_pre: a norm "norm_pre" on the tokens before the first block (CLIP's
+      `ln_pre`, timm's `pre_norm=True`); the block's norm and ε.
+    stem_bias: the patch embedding has a bias "embedding/bias"; timm's CLIP
+      towers have none (timm's `PatchEmbed(bias=not pre_norm)`).
+
   Mixed precision (`model.dtype="bfloat16"`, `BlockSpec.dtype`, the one switch; the CIFAR and
   ImageNet recipes' default, `vit_spectral/configs/common.py`): parameters stay in
   `param_dtype` (float32) and are cast to bf16 where they are used, so the
@@ -402,6 +429,20 @@ class ViT(IsotropicBackbone):
   stem: str = "patch"
   pooling: str = "cls"
   posemb: str = "learned"
+  distilled: bool = False
+  register_tokens: int = 0
+  posemb_tokens: str = "all"
+  norm_pre: bool = False
+  stem_bias: bool = True
+
+  def num_prefix_tokens(self) -> int:
+    """Tokens before the patch tokens: CLS (pooling="cls"), the distillation
+    token, the registers."""
+    return int(self.pooling == "cls") + int(self.distilled) + self.register_tokens
+
+  def posemb_prefix_rows(self) -> int:
+    """Rows of the learned position embedding before the patch tokens'."""
+    return self.num_prefix_tokens() if self.posemb_tokens == "all" else 0
 
   def check_options(self, height: int, width: int) -> None:
     self.check_positive("hidden_size", "depth", "patch_size")
@@ -411,6 +452,22 @@ class ViT(IsotropicBackbone):
       raise ValueError(f"model.stem={self.stem!r}; choose one of {list(STEMS)}")
     if self.posemb not in POSEMB_CHOICES:
       raise ValueError(f"model.posemb={self.posemb!r}; choose one of {list(POSEMB_CHOICES)}")
+    if self.posemb_tokens not in POSEMB_TOKENS:
+      raise ValueError(f"model.posemb_tokens={self.posemb_tokens!r}; choose one of "
+                       f"{list(POSEMB_TOKENS)}")
+    if self.posemb_tokens != "all" and self.posemb != "learned":
+      raise ValueError(f"model.posemb_tokens={self.posemb_tokens!r} places a learned position "
+                       f"embedding; model.posemb={self.posemb!r} has none to place (leave "
+                       "posemb_tokens='all')")
+    for field in ("distilled", "norm_pre", "stem_bias"):
+      if not isinstance(getattr(self, field), bool):
+        raise ValueError(f"model.{field}={getattr(self, field)!r} must be True or False")
+    if (isinstance(self.register_tokens, bool) or not isinstance(self.register_tokens, int)
+        or self.register_tokens < 0):
+      raise ValueError(f"model.register_tokens={self.register_tokens!r} must be an int >= 0")
+    if self.distilled and self.pooling != "cls":
+      raise ValueError("model.distilled=True reads the CLS and distillation tokens: it needs "
+                       f"model.pooling='cls' (got {self.pooling!r})")
     if height % self.patch_size or width % self.patch_size:
       raise ValueError(f"model.patch_size={self.patch_size} does not divide the "
                        f"image size {height}x{width}")
@@ -425,33 +482,54 @@ class ViT(IsotropicBackbone):
     stem_init = get_initializer(stem_initializer(block.kernel_init))
     if self.stem == "patch":
       x = nn.Conv(self.hidden_size, (self.patch_size,) * 2, strides=self.patch_size,
-                  padding="VALID", kernel_init=stem_init, dtype=dtype,
-                  param_dtype=param_dtype, name="embedding")(images.astype(dtype))
+                  padding="VALID", kernel_init=stem_init, use_bias=self.stem_bias,
+                  dtype=dtype, param_dtype=param_dtype, name="embedding")(images.astype(dtype))
     else:
-      x = nn.Dense(self.hidden_size, kernel_init=stem_init, dtype=dtype,
-                   param_dtype=param_dtype,
+      x = nn.Dense(self.hidden_size, kernel_init=stem_init, use_bias=self.stem_bias,
+                   dtype=dtype, param_dtype=param_dtype,
                    name="embedding")(space_to_depth(images.astype(dtype), self.patch_size))
     batch, rows, cols, _ = x.shape
     x = x.reshape(batch, rows * cols, self.hidden_size)         # (B, N, D)
 
-    num_prefix = 1 if self.pooling == "cls" else 0
-    if num_prefix:
-      cls = self.param("cls", nn.initializers.zeros, (1, 1, self.hidden_size), param_dtype)
-      x = jnp.concatenate([jnp.tile(cls.astype(dtype), (batch, 1, 1)), x], axis=1)
+    # Prefix tokens in token order, as timm's _pos_embed concatenates them; made
+    # before the position embedding, so a plain ViT's init draws as before.
+    prefix = [(name, count) for name, count in (("cls", int(self.pooling == "cls")),
+                                                ("dist", int(self.distilled)),
+                                                ("registers", self.register_tokens)) if count]
+    tokens = [jnp.tile(self.param(name, nn.initializers.zeros, (1, count, self.hidden_size),
+                                  param_dtype).astype(dtype), (batch, 1, 1))
+              for name, count in prefix]
+    num_prefix = self.num_prefix_tokens()
+    pos = None
     if self.posemb == "learned":
       pos = self.param("pos_embedding", nn.initializers.normal(stddev=0.02),
-                       (1, x.shape[1], self.hidden_size), param_dtype)
-      x = x + pos.astype(dtype)
+                       (1, self.posemb_prefix_rows() + rows * cols, self.hidden_size),
+                       param_dtype).astype(dtype)
     elif self.posemb == "sincos2d":
-      pos = sincos_2d((rows, cols), self.hidden_size)
-      x = x.at[:, num_prefix:].add(pos.astype(dtype))
+      x = x + sincos_2d((rows, cols), self.hidden_size).astype(dtype)
+    if pos is not None and self.posemb_tokens == "patches":
+      x = x + pos                    # timm's no_embed_class: before the prefix tokens
+    if tokens:
+      x = jnp.concatenate([*tokens, x], axis=1)                # (B, P + N, D)
+    if pos is not None and self.posemb_tokens == "all":
+      x = x + pos
     x = nn.Dropout(block.dropout_rate)(x, deterministic=not train)
+    if self.norm_pre:
+      x = make_norm(block.norm, block.norm_epsilon, dtype=dtype, param_dtype=param_dtype,
+                    name="norm_pre")(x)
 
     x = Encoder(depth=self.depth, block=block, spec=self.encoder,
                 layouts=TokenLayout((rows, cols), num_prefix),
                 layer_overrides=self.layer_overrides, deterministic=not train,
                 name="encoder")(x, mask)
-    return self.classify(x, self.pooling)
+    if self.pooling == "mean":
+      return self.classify(x[:, num_prefix:], "mean")         # the patch tokens' mean
+    logits = self.classify(x, "cls")
+    if not self.distilled:
+      return logits
+    dist = ClassifierHead(self.num_classes, "cls", param_dtype=param_dtype,
+                          name="head_dist")(x[:, 1:])          # the distillation token
+    return (logits + dist) / 2
 
 
 register_models(ViT, {name: variant_fields(name) for name in MODEL_NAMES})
