@@ -2,7 +2,8 @@
 
   PYTHONPATH=. /path/to/torch-venv/bin/python scripts/make_pretrained_fixtures.py [--check]
 
-Needs torch, timm and (for --check) this package's own dependencies; run it
+Needs torch, timm and this package's own dependencies (the family patterns
+of models.pretrained pick timm's names; --check runs our converters); run it
 from the repository root in an environment that has them all.
 
 Decision: the tests compare our converters with fixtures, not with a live
@@ -30,6 +31,29 @@ forward in float32 on two seeded 224² images, and writes the logits:
   cait_s24_224.json               the scales of pretrained_fixtures.scale_of); read by
                                   models.cait_timm through pretrained.load_timm
   swin_tiny_patch4_window7_224.json  timm Swin-T, read by models.swin_timm
+  deit3_small_patch16_224.json    timm DeiT-III S/16 (LayerScale, no_embed_class)
+  deit_tiny_distilled_patch16_224.json  distilled DeiT-Ti (dist token, head_dist)
+  vit_small_patch14_dinov2.json   DINOv2 S/14 (LayerScale, no head: features), and
+  vit_small_patch14_reg4_dinov2.json  with 4 registers (no_embed_class): both built
+                                  at img_size=224 (16x16 patches) instead of timm's
+                                  518 (37x37): the same architecture, a shorter
+                                  position embedding, a cheaper test
+  vit_base_patch16_224.mae.json   MAE ViT-B/16 encoder (the ".mae" pretrained cfg:
+                                  no head, CLS token after the final norm)
+  vit_xsmall_patch16_clip_224.json  the smallest CLIP tower (norm_pre, LayerNorm ε
+                                  1e-5, no patch bias, exact GELU, 512-wide head)
+  vit_base_patch32_clip_quickgelu_224.json  the smallest QuickGELU CLIP tower
+  (the new families' weights: pretrained_fixtures.scale_of; LayerScale γ around
+  0.5, the dist token and registers N(0, 0.1²), so every mechanism matters)
+  timm_preprocessing.json         timm's data config (resolve_data_config of the
+                                  pretrained cfg) of every pretrained tag of every
+                                  architecture load_timm reads, and each bare
+                                  name's default tag: our table
+                                  (models.timm_preprocessing) is checked against it
+  timm_architectures.json         timm's list of each family's architecture names
+                                  and each one's shape, read from the model timm
+                                  builds (on the meta device: no weights), which
+                                  the tests compare with pretrained.timm_model_config
   posemb_resample.json            timm's resample_abs_pos_embed on seeded
                                   1+7x7 -> 1+12x12 and 1+14x14 -> 1+10x10 embeddings
 
@@ -60,6 +84,16 @@ from tests.models import pretrained_fixtures as fx  # noqa: E402  pylint: disabl
 
 TIMM_MODELS = {"deit_small_patch16_224": 1, "vit_base_patch16_224": 2,
                "cait_xxs24_224": 6, "cait_s24_224": 7, "swin_tiny_patch4_window7_224": 8}
+# The pretrained families: name (the fixture's too): (seed, timm.create_model kwargs).
+FAMILY_MODELS = {
+    "deit3_small_patch16_224": (9, {}),
+    "deit_tiny_distilled_patch16_224": (10, {}),
+    "vit_small_patch14_dinov2": (11, {"img_size": 224}),
+    "vit_small_patch14_reg4_dinov2": (12, {"img_size": 224}),
+    "vit_base_patch16_224.mae": (13, {}),
+    "vit_xsmall_patch16_clip_224": (14, {}),
+    "vit_base_patch32_clip_quickgelu_224": (15, {}),
+}
 # name: (seed, big_vision_tensors arguments, timm VisionTransformer arguments, our variant)
 BIG_VISION = {
     "big_vision_augreg_b16": (
@@ -95,14 +129,17 @@ def write(name: str, content: dict) -> None:
   print(f"wrote {os.path.relpath(path, ROOT)} ({os.path.getsize(path)} bytes)")
 
 
-def make_timm(name: str, seed: int, images: np.ndarray, check: bool) -> None:
-  model = timm.create_model(name, pretrained=False).float()
+def make_timm(name: str, seed: int, images: np.ndarray, check: bool,
+              create_kwargs: dict | None = None) -> None:
+  model = timm.create_model(name, pretrained=False, **(create_kwargs or {})).float()
   tensors = [(k, list(v.shape)) for k, v in model.state_dict().items()]
   weights = fx.random_weights(tensors, seed)
   model.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()}, strict=True)
   logits = timm_logits(model, images)
+  extra = {"create_kwargs": create_kwargs} if create_kwargs else {}
   write(name, {"kind": "timm", "model": name, "seed": seed, "image_seed": fx.IMAGE_SEED,
-               "tensors": tensors, "logits": logits.tolist(), "versions": versions()})
+               **extra, "tensors": tensors, "logits": logits.tolist(),
+               "versions": versions()})
   if check:
     import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
     from vit_spectral.models import pretrained  # pylint: disable=import-outside-toplevel
@@ -138,6 +175,72 @@ def make_big_vision(name: str, seed: int, tensor_args: dict, timm_args: dict, va
               f"{fx.relative_error(ours, logits):.2e}, max |logit| {np.abs(logits).max():.2f}")
 
 
+def supported_architectures() -> dict[str, list[str]]:
+  """timm's architecture names of each family load_timm reads: the ViT
+  families (every name timm registers that matches the family's pattern) and
+  the converters' names."""
+  from vit_spectral.models import pretrained  # pylint: disable=import-outside-toplevel
+  out = {family: [n for n in timm.list_models() if pattern.fullmatch(n)]
+         for family, pattern in pretrained._TIMM_FAMILIES.items()}  # pylint: disable=W0212
+  for prefix, names in pretrained._TIMM_CONVERTER_NAMES.items():  # pylint: disable=W0212
+    out[prefix.rstrip("_")] = list(names)
+  return out
+
+
+def make_preprocessing(families: dict[str, list[str]]) -> None:
+  from timm.data import resolve_data_config  # pylint: disable=import-outside-toplevel
+  from timm.models import get_pretrained_cfg  # pylint: disable=import-outside-toplevel
+  names, default_tags, untagged = {}, {}, []
+  for arch in (a for archs in families.values() for a in archs):
+    tags = timm.list_pretrained(f"{arch}.*")
+    if not tags:
+      untagged.append(arch)
+      continue
+    default_tags[arch] = get_pretrained_cfg(arch).tag
+    for name in tags:
+      config = resolve_data_config(pretrained_cfg=get_pretrained_cfg(name).to_dict())
+      names[name] = {"input_size": list(config["input_size"]), "mean": list(config["mean"]),
+                     "std": list(config["std"]), "interpolation": config["interpolation"],
+                     "crop_pct": config["crop_pct"], "crop_mode": config["crop_mode"]}
+  write("timm_preprocessing", {
+      "function": "timm.data.resolve_data_config(pretrained_cfg=get_pretrained_cfg(name))",
+      "names": names, "default_tags": default_tags, "without_pretrained_weights": untagged,
+      "versions": versions()})
+
+
+def _architecture(name: str) -> dict:
+  """The shape of timm's model `name`, read from the modules timm builds."""
+  with torch.device("meta"):
+    model = timm.create_model(name, pretrained=False)
+  block = model.blocks[0]
+  mlp = block.mlp
+  return {
+      "embed_dim": model.embed_dim, "depth": len(model.blocks),
+      "num_heads": block.attn.num_heads, "mlp_hidden": mlp.fc1.out_features,
+      "mlp_class": type(mlp).__name__, "act": type(mlp.act).__name__,
+      "patch_size": list(model.patch_embed.patch_size),
+      "patch_bias": model.patch_embed.proj.bias is not None,
+      "class_token": model.cls_token is not None,
+      "dist_token": getattr(model, "dist_token", None) is not None,
+      "reg_tokens": 0 if getattr(model, "reg_token", None) is None else model.reg_token.shape[1],
+      "no_embed_class": bool(model.no_embed_class),
+      "layer_scale": type(block.ls1).__name__ == "LayerScale",
+      "norm_pre": type(model.norm_pre).__name__ != "Identity",
+      "norm_eps": block.norm1.eps, "global_pool": model.global_pool,
+      "fc_norm": type(model.fc_norm).__name__ != "Identity",
+      "attn_pool": getattr(model, "attn_pool", None) is not None,
+      "qk_norm": type(block.attn.q_norm).__name__ != "Identity",
+  }
+
+
+def make_architectures(families: dict[str, list[str]]) -> None:
+  vit = {f: names for f, names in families.items() if f not in ("cait", "swin")}
+  write("timm_architectures", {
+      "families": families,
+      "architectures": {n: _architecture(n) for names in vit.values() for n in names},
+      "versions": versions()})
+
+
 def make_posemb() -> None:
   rng = np.random.default_rng(POSEMB_SEED)
   cases = []
@@ -165,12 +268,20 @@ def main() -> None:
   for name, seed in TIMM_MODELS.items():
     if wanted(name):
       make_timm(name, seed, images, args.check)
+  for name, (seed, create_kwargs) in FAMILY_MODELS.items():
+    if wanted(name):
+      make_timm(name, seed, images, args.check, create_kwargs)
   for name, (seed, tensor_args, timm_args, variant, overrides) in BIG_VISION.items():
     if wanted(name):
       make_big_vision(name, seed, tensor_args, timm_args, variant, overrides, images,
                       args.check)
   if wanted("posemb_resample"):
     make_posemb()
+  families = supported_architectures()
+  if wanted("timm_preprocessing"):
+    make_preprocessing(families)
+  if wanted("timm_architectures"):
+    make_architectures(families)
 
 
 if __name__ == "__main__":

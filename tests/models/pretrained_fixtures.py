@@ -8,8 +8,11 @@ names, shapes and seed they are regenerated from. NumPy only (no torch).
 Scales make the function non-trivial: weights N(0, 0.04²) (attention logits and
 MLP activations of order 1), biases N(0, 0.02²), LayerNorm scales 1 + N(0, 0.1²),
 position embedding and CLS token N(0, 0.1²), the head N(0, 0.1²) so that the
-logits are of order 1. CaiT: LayerScale's γ (timm `gamma_1`, `gamma_2`) 0.5 +
-N(0, 0.1²) rather than its 1e-5 init, so every block changes the function;
+logits are of order 1; the distillation token and registers (timm `dist_token`,
+`reg_token`) as the CLS token, the distillation head as the head, `norm_pre` as
+the other norms. CaiT, DeiT-III, DINOv2: LayerScale's γ (timm `gamma_1`,
+`gamma_2`, `ls1.gamma`, `ls2.gamma`) 0.5 + N(0, 0.1²) rather than its 1e-5 /
+1e-6 init, so every block changes the function;
 the talking-heads maps (`attn.proj_l`, `attn.proj_w`, heads × heads)
 N(0, 0.5²), so the mixed logits stay of order 1 and the heads really mix.
 """
@@ -28,11 +31,12 @@ FIXTURE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fil
 IMAGE_SHAPE = (2, 3, 224, 224)        # NCHW, as timm takes them
 IMAGE_SEED = 100
 
-_NORM_SCALE = re.compile(r"(^|[./])(norm\d?|encoder_norm|LayerNorm_\d+)[./](weight|scale)$")
-_HEAD = re.compile(r"^head[./](fc[./])?(weight|kernel)$")   # timm's Swin: head.fc
-_LAYER_SCALE = re.compile(r"[./]gamma_[12]$")
+_NORM_SCALE = re.compile(
+    r"(^|[./])(norm\d?|norm_pre|encoder_norm|LayerNorm_\d+)[./](weight|scale)$")
+_HEAD = re.compile(r"^head(_dist)?[./](fc[./])?(weight|kernel)$")   # timm's Swin: head.fc
+_LAYER_SCALE = re.compile(r"[./](gamma_[12]|ls[12][./]gamma)$")
 _TALKING_HEADS = re.compile(r"[./]attn[./]proj_[lw][./]weight$")
-_EMBEDDING = re.compile(r"^(cls_token|pos_embed|cls|pos_embedding|"
+_EMBEDDING = re.compile(r"^(cls_token|dist_token|reg_token|pos_embed|cls|pos_embedding|"
                         r"Transformer/posembed_input/pos_embedding)$")
 
 

@@ -21,7 +21,11 @@ from vit_spectral import errors
 from vit_spectral.analysis import eigen
 from vit_spectral.analysis.probe import probe
 from vit_spectral.models import per_layer, posemb
-from vit_spectral.models.pretrained import load_big_vision, load_into, load_timm
+from vit_spectral.models import TimmPreprocessing, timm_preprocessing
+from vit_spectral.models.pretrained import (TIMM_ARCHITECTURES, known_timm_names,
+                                            load_big_vision, load_into, load_timm,
+                                            timm_model_config)
+from vit_spectral.models.timm_preprocessing import timm_pretrained_names
 
 TOLERANCE = 1e-4
 SMALL = 64            # a cheap resolution: 4x4 patches + CLS
@@ -100,6 +104,155 @@ def test_scanned_big_vision_npz_equals_timm_and_differs_by_the_gelu_only(
   jax.tree_util.tree_map(np.testing.assert_array_equal, tanh_variables, variables)
   gap = fx.relative_error(tanh_model.apply(tanh_variables, images), fixture["logits"])
   assert 1e-4 < gap < 1e-3, gap
+
+
+# --- the pretrained families (DeiT-III, distilled DeiT, DINOv2, MAE, CLIP) ----------------
+
+FAMILIES = ("deit3_small_patch16_224", "deit_tiny_distilled_patch16_224",
+            "vit_small_patch14_dinov2", "vit_small_patch14_reg4_dinov2",
+            "vit_base_patch16_224.mae", "vit_xsmall_patch16_clip_224",
+            "vit_base_patch32_clip_quickgelu_224")
+
+
+def _family(name, images=None):
+  """(fixture, weights, model, variables) of a family's fixture; with `images`,
+  first checks that the model computes timm's function."""
+  fixture = fx.read_fixture(name)
+  assert fixture["image_seed"] == fx.IMAGE_SEED
+  weights = fx.fixture_weights(fixture)
+  model, variables = load_timm(weights, name)
+  if images is not None:
+    out = model.apply(variables, images)
+    assert out.shape == np.shape(fixture["logits"])
+    assert fx.relative_error(out, fixture["logits"]) <= TOLERANCE
+  return fixture, weights, model, variables
+
+
+def _changed(variables, path, value):
+  """A copy of `variables` with the parameter at `path` ("a/b/c") replaced."""
+  params = jax.tree_util.tree_map(lambda a: a, variables["params"])
+  *parents, leaf = path.split("/")
+  node = params
+  for key in parents:
+    node[key] = dict(node[key])
+    node = node[key]
+  node[leaf] = value(node[leaf])
+  return {"params": params}
+
+
+@pytest.mark.parametrize("name", ["vit_small_patch14_dinov2", "vit_base_patch16_224.mae",
+                                  "vit_base_patch32_clip_quickgelu_224"])
+def test_pretrained_family_equals_timm(name, images):
+  """The other FAMILIES' tests below check this first, then a mechanism."""
+  _, _, model, _ = _family(name, images)
+  if name.endswith(".mae") or "dinov2" in name:
+    assert model.num_classes == 0                    # features: the final-normed CLS token
+
+
+def test_deit3_layer_scale_and_patch_only_position_embedding_matter(images):
+  fixture, _, model, variables = _family("deit3_small_patch16_224", images)
+  assert model.posemb_tokens == "patches" and variables["params"]["pos_embedding"].shape == (
+      1, 196, 384)
+  alpha = variables["params"]["encoder"]["encoderblock"]["alpha1"]
+  assert alpha.shape == (12, 384) and abs(float(alpha.mean()) - 0.5) < 0.05   # the γ drawn
+  no_scale = _changed(variables, "encoder/encoderblock/alpha1", jnp.ones_like)
+  assert fx.relative_error(model.apply(no_scale, images), fixture["logits"]) > 1e-2
+
+
+def test_distilled_deit_averages_the_two_heads(images):
+  fixture, _, model, variables = _family("deit_tiny_distilled_patch16_224", images)
+  assert model.distilled and set(variables["params"]) >= {"dist", "head_dist"}
+  one_head = _changed(variables, "head_dist",
+                      lambda _: variables["params"]["head"])      # both heads the CLS head's
+  assert fx.relative_error(model.apply(one_head, images), fixture["logits"]) > 1e-2
+
+
+def test_dinov2_registers_are_prefix_tokens_that_matter(images):
+  fixture, _, model, variables = _family("vit_small_patch14_reg4_dinov2", images)
+  assert model.register_tokens == 4 and model.num_classes == 0
+  _, state = model.apply(variables, images, mutable=["intermediates"])
+  blocks = per_layer(state["intermediates"])
+  assert len(blocks) == 12 and blocks[0]["block_output"].shape == (2, 1 + 4 + 256, 384)
+  no_registers = _changed(variables, "registers", jnp.zeros_like)
+  assert fx.relative_error(model.apply(no_registers, images), fixture["logits"]) > 1e-2
+
+
+def test_clip_towers_activation_is_their_names(images):
+  fixture, weights, model, _ = _family("vit_xsmall_patch16_clip_224", images)
+  assert model.norm_pre and not model.stem_bias and model.block.norm_epsilon == 1e-5
+  assert model.block.mlp_activation == "gelu_erf"
+  assert timm_model_config("vit_base_patch32_clip_quickgelu_224")["block"][
+      "mlp_activation"] == "quick_gelu"      # its logits: test_pretrained_family_equals_timm
+  quick, quick_vars = load_timm(weights, "vit_xsmall_patch16_clip_224",
+                                block=dict(mlp_activation="quick_gelu"))
+  assert fx.relative_error(quick.apply(quick_vars, images), fixture["logits"]) > 1e-2
+
+
+def test_a_family_tensor_under_another_name_is_refused():
+  fixture = fx.read_fixture("deit3_small_patch16_224")
+  weights = {n: np.zeros(s, np.float32) for n, s in fixture["tensors"]}
+  weights["pos_embed"] = np.zeros((1, 197, 384), np.float32)
+  with pytest.raises(errors.WeightsMismatchError,
+                     match=r"'blocks\.0\.ls1\.gamma' belongs to LayerScale"):
+    load_timm(weights, "deit_small_patch16_224")
+
+
+def test_an_unknown_timm_name_names_the_nearest_known_one():
+  with pytest.raises(ValueError, match=r"'vit_small_patch14_dinov3' is not supported \(the "
+                                       r"nearest known name is 'vit_small_patch14_dinov2'\)"):
+    load_timm({}, "vit_small_patch14_dinov3")
+
+
+# --- timm's names: every size of each family, and the preprocessing each was trained with --
+
+_ACTIVATIONS = {("Mlp", "GELU"): "gelu_erf", ("Mlp", "QuickGELU"): "quick_gelu",
+                ("GluMlp", "SiLU"): "swiglu"}
+
+
+def test_timm_architectures_are_every_name_timm_has_of_each_family():
+  families = fx.read_fixture("timm_architectures")["families"]
+  ours = set(TIMM_ARCHITECTURES)
+  theirs = {n for f, names in families.items() if f not in ("cait", "swin") for n in names}
+  assert ours == theirs, (sorted(ours - theirs), sorted(theirs - ours))
+  assert set(known_timm_names()) == theirs | set(families["cait"]) | set(families["swin"])
+
+
+def test_timm_model_config_is_the_model_timm_builds():
+  for name, timm_arch in fx.read_fixture("timm_architectures")["architectures"].items():
+    config = timm_model_config(name)
+    block = config["block"]
+    ours = dict(embed_dim=config["hidden_size"], depth=config["depth"],
+                num_heads=config["num_heads"], mlp_hidden=config["mlp_dim"],
+                patch_size=[config["patch_size"]] * 2,
+                patch_bias=config.get("stem_bias", True), class_token=config["pooling"] == "cls",
+                dist_token=config.get("distilled", False),
+                reg_tokens=config.get("register_tokens", 0),
+                no_embed_class=config.get("posemb_tokens", "all") == "patches",
+                layer_scale="residual_alpha" in block, norm_pre=config.get("norm_pre", False),
+                norm_eps=block["norm_epsilon"], global_pool="token", fc_norm=False,
+                attn_pool=False, qk_norm=False)
+    assert ours == {k: timm_arch[k] for k in ours}, name
+    assert _ACTIVATIONS[timm_arch["mlp_class"], timm_arch["act"]] == block["mlp_activation"], name
+
+
+def test_timm_preprocessing_is_timms_resolved_data_config():
+  anchor = fx.read_fixture("timm_preprocessing")
+  assert set(timm_pretrained_names()) == set(anchor["names"]) | set(anchor["default_tags"])
+  for name, want in anchor["names"].items():
+    got = timm_preprocessing(name)
+    assert got == TimmPreprocessing(tuple(want["input_size"][1:]), tuple(want["mean"]),
+                                    tuple(want["std"]), want["interpolation"],
+                                    want["crop_pct"], want["crop_mode"]), name
+  for arch, tag in anchor["default_tags"].items():
+    assert timm_preprocessing(arch) == timm_preprocessing(f"{arch}.{tag}")
+  assert timm_preprocessing("vit_small_patch14_dinov2").input_size == (518, 518)
+  for arch in anchor["without_pretrained_weights"]:
+    with pytest.raises(ValueError, match="no timm pretrained weights"):
+      timm_preprocessing(arch)
+  with pytest.raises(ValueError, match=r"'deit3_small_patch16_22' among the families "
+                                       r"load_timm reads; the nearest known name is "
+                                       r"'deit3_small_patch16_224'"):
+    timm_preprocessing("deit3_small_patch16_22")
 
 
 # --- our mechanisms on a converted model ---------------------------------------------

@@ -252,4 +252,4 @@ def _initialise_missing(model: CaiT, params: Mapping[str, Any], image_size: int)
                                          mutable=["params"])[1]["params"])
   return jax.tree_util.tree_map(np.asarray, run(params, image))
 
-register_timm_converter("cait_", load_timm, CaiT, timm_params)
+register_timm_converter("cait_", load_timm, CaiT, timm_params, names=tuple(TIMM_NAMES))

@@ -1,10 +1,26 @@
-"""Pretrained weights in: timm and big_vision ViT / DeiT checkpoints.
+"""Pretrained weights in: timm and big_vision ViT checkpoints.
 
     model, variables = load_timm("deit_small_patch16_224.safetensors",
                                  "deit_small_patch16_224")
     logits = model.apply(variables, images)          # images (B, H, W, 3) NHWC
+    timm_preprocessing("deit_small_patch16_224")     # the input size, mean, std, crop
 
     model, variables = load_big_vision("ViT-B_16.npz", "B/16")
+
+timm families read here (`TIMM_ARCHITECTURES`, every size timm registers;
+what each adds is timm's code, `timm/models/vision_transformer.py`, `deit.py`,
+since the papers are silent): ViT and DeiT, MAE encoders (".mae": no head,
+the model returns the final-normed CLS token), DeiT-III (LayerScale, the
+position embedding on the patch tokens only), distilled DeiT (a distillation
+token after the CLS token and a second head; the logits are the two heads'
+mean, timm's evaluation forward), DINOv2 (patch 14, LayerScale, 518², no
+head: features; `_reg4_`: four register tokens, the position embedding on
+the patch tokens; ViT-g: a SwiGLU MLP) and CLIP image towers (norm_pre,
+LayerNorm ε 1e-5, no patch-embedding bias, QuickGELU in the `_quickgelu_`
+names, the head timm makes of the projection). CaiT and Swin names go to the
+converters registered in models/cait_timm.py and models/swin_timm.py.
+`timm_preprocessing(name)` (models/timm_preprocessing.py) gives the input
+each name's weights were trained on; no torch needed.
 
 `model_overrides` are `config.model` fields (`models.build`) added to the
 checkpoint's architecture: our mechanisms, e.g.
@@ -21,8 +37,11 @@ What makes the converted model compute the anchor's function:
 
 * timm (PyTorch): NCHW conv kernel (D, C, p, p) -> (p, p, C, D); the fused
   `qkv` (3D, D) split into query/key/value (D, H, Dh); `proj` (D, D) -> out
-  (H, Dh, D); Linear weights transposed; the MLP's GELU is the exact erf form
-  (`mlp_activation="gelu_erf"`); LayerNorm ε = 1e-6.
+  (H, Dh, D); Linear weights transposed; LayerScale `ls{1,2}.gamma` -> the
+  Block's weighted residual `alpha{1,2}`; `dist_token`, `reg_token`,
+  `norm_pre`, `head_dist` -> the ViT's `dist`, `registers`, `norm_pre`,
+  `head_dist`; the MLP's GELU is the exact erf form
+  (`mlp_activation="gelu_erf"`); LayerNorm ε = 1e-6 (CLIP: 1e-5).
 * big_vision and the original ViT / AugReg code (Flax): the same layout as
   ours; the GELU is flax's tanh form (our default). AugReg files name the
   block's modules LayerNorm_0, MultiHeadDotProductAttention_1, LayerNorm_2,
@@ -34,19 +53,24 @@ What makes the converted model compute the anchor's function:
   CLS row is zero here: the same function).
 
 A different resolution resamples the position embedding as each anchor does
-(`models.posemb.RESAMPLE_METHODS`: timm bicubic, big_vision linear zoom).
-Every tensor the model needs must be in the file with its shape, or the load
-stops with `errors.WeightsMismatchError` naming the first that is missing or
-does not fit; nothing is half-loaded (the parameters are built apart and
-returned only when complete). Tensors of the file that no parameter takes
-are listed in the `LoadReport` (logged as a warning); tensors that would
-change the function we cannot express (a distillation token, LayerScale,
-a representation layer, a MAP head, ...) stop the load.
+(`models.posemb.RESAMPLE_METHODS`: timm bicubic, big_vision linear zoom; the
+prefix tokens' rows, if any, kept). Every tensor the model needs must be in
+the file with its shape, or the load stops with `errors.WeightsMismatchError`
+naming the first that is missing or does not fit; nothing is half-loaded
+(the parameters are built apart and returned only when complete). Tensors of
+the file that no parameter takes are listed in the `LoadReport` (logged as a
+warning); tensors that would change the function and the named
+architecture lacks (a distillation token, registers, LayerScale or
+norm_pre under the name of a family without them), and tensors of what this
+ViT does not compute at all (a norm after pooling, `fc_norm`; query/key
+norms; an attention-pooling (MAP) head; big_vision's representation layer)
+stop the load.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import re
 from typing import Any, Callable, Mapping
 
@@ -61,7 +85,8 @@ from vit_spectral.models.build import build_model
 from vit_spectral.models.layouts import to_layout, tree_layout
 from vit_spectral.models.backbone import StagedBackbone
 from vit_spectral.models.specs import BlockSpec, EncoderSpec
-from vit_spectral.models.variants import SIZES, variant_fields
+from vit_spectral.models.timm_preprocessing import TimmPreprocessing, timm_preprocessing
+from vit_spectral.models.variants import variant_fields
 from vit_spectral.models.vit import ViT
 from vit_spectral.models.weight_files import read_weights
 
@@ -74,41 +99,115 @@ _TIMM_LOADERS: dict[str, Callable[..., Any]] = {}
 # not among them: its stages and relative position tables are fitted by
 # `swin_timm.load_timm` only.
 _LOAD_INTO: dict[type, Callable[..., Any]] = {}
+# prefix -> the timm architecture names that converter reads (error hints, tests).
+_TIMM_CONVERTER_NAMES: dict[str, tuple[str, ...]] = {}
 
-__all__ = ["FORMATS", "LoadReport", "flat_paths", "nest_paths", "big_vision_params",
-           "load_big_vision", "load_into", "load_timm", "register_timm_converter",
-           "timm_model_config", "timm_params"]
+__all__ = ["FORMATS", "LoadReport", "TIMM_ARCHITECTURES", "TimmPreprocessing",
+           "big_vision_params", "flat_paths", "known_timm_names", "load_big_vision",
+           "load_into", "load_timm", "nest_paths", "register_timm_converter",
+           "timm_model_config", "timm_params", "timm_preprocessing"]
 
 
 def register_timm_converter(prefix: str, load_timm_fn: Callable[..., Any],
                             model_class: type | None = None,
-                            timm_params_fn: Callable[..., Any] | None = None) -> None:
+                            timm_params_fn: Callable[..., Any] | None = None,
+                            names: tuple[str, ...] = ()) -> None:
   """A backbone family's timm converter: `load_timm` hands names starting
   with `prefix` to `load_timm_fn`; with `model_class`, `load_into` reads that
-  class's timm checkpoints with `timm_params_fn(weights, num_heads)`."""
+  class's timm checkpoints with `timm_params_fn(weights, num_heads)`; `names`
+  are the timm architecture names it reads (`known_timm_names`)."""
   _TIMM_LOADERS[prefix] = load_timm_fn
+  _TIMM_CONVERTER_NAMES[prefix] = tuple(names)
   if model_class is not None:
     _LOAD_INTO[model_class] = timm_params_fn
 
 FORMATS = ("timm", "big_vision", "vit_spectral")
 # How each format's position embedding is resampled (models.posemb).
 _RESAMPLING = {"timm": "bicubic", "big_vision": "scipy_linear", "vit_spectral": "bicubic"}
-_TIMM_SIZES = {"tiny": "Ti", "small": "S", "base": "B", "large": "L"}
-_TIMM_NAME = re.compile(r"(vit|deit)_(tiny|small|base|large)_patch(\d+)_(\d+)")
+# timm's widths: size word -> (hidden_size, depth, num_heads, mlp_dim), as timm's
+# `vision_transformer.py` / `deit.py` register them (mlp_dim = int(width · mlp_ratio)).
+_TIMM_SIZES: dict[str, tuple[int, int, int, int]] = {
+    "xsmall": (256, 10, 4, 1024), "tiny": (192, 12, 3, 768), "small": (384, 12, 6, 1536),
+    "medium": (512, 12, 8, 2048), "betwixt": (640, 12, 10, 2560),
+    "base": (768, 12, 12, 3072), "base_plus": (896, 12, 14, 3584),
+    "large": (1024, 24, 16, 4096), "huge": (1280, 32, 16, 5120),
+    "giant": (1408, 40, 16, 6144),            # mlp_ratio 48/11 (ViT-g/14)
+    "gigantic": (1664, 48, 16, 8192),         # mlp_ratio 64/13 (ViT-G/14, CLIP bigG)
+}
+# One family per pattern of timm architecture names (the ".tag" after a dot is
+# not part of them): the sizes timm registers for it, and its fields beyond the
+# plain timm ViT (`_timm_family_fields`). Every name timm has of these families
+# is accepted; `TIMM_ARCHITECTURES` lists them.
+_TIMM_FAMILIES: dict[str, re.Pattern] = {
+    # ViT / DeiT / MAE (".mae": the encoder, no head): the plain timm ViT.
+    "vit": re.compile(r"(?:vit|deit)_(tiny|small|base|large|huge|giant)_patch(\d+)_(\d+)"),
+    # DeiT-III: LayerScale (init 1e-6), the position embedding on the patches only.
+    "deit3": re.compile(r"deit3_(small|medium|base|large|huge)_patch(\d+)_(\d+)"),
+    # DeiT distilled: a distillation token and head, logits the two heads' mean.
+    "deit_distilled": re.compile(r"deit_(tiny|small|base)_distilled_patch(\d+)_(\d+)"),
+    # DINOv2: patch 14, LayerScale (init 1e-5), 518² (37x37 grid); _reg4_: four
+    # registers and the position embedding on the patches only; ViT-g: SwiGLU.
+    "dinov2": re.compile(r"vit_(small|base|large|giant)_patch(14)_(reg4_)?dinov2"),
+    # CLIP image towers: norm_pre, LayerNorm ε 1e-5; QuickGELU in _quickgelu_ names
+    # (timm's act_layer='quick_gelu'), else the exact GELU.
+    "clip": re.compile(r"vit_(xsmall|medium|betwixt|base|large|huge|giant|gigantic)"
+                       r"_patch(\d+)(_plus)?_clip_(quickgelu_)?(\d+)"),
+}
+# Every timm architecture of these families (timm 1.0's registry; the fixture
+# tests/fixtures/pretrained/timm_architectures.json holds timm's own list and
+# each one's shape, which a test compares with `timm_model_config`).
+TIMM_ARCHITECTURES: tuple[str, ...] = (
+    "deit_tiny_patch16_224", "deit_small_patch16_224", "deit_base_patch16_224",
+    "deit_base_patch16_384",
+    "vit_tiny_patch16_224", "vit_tiny_patch16_384", "vit_small_patch8_224",
+    "vit_small_patch16_224", "vit_small_patch16_384", "vit_small_patch32_224",
+    "vit_small_patch32_384", "vit_base_patch8_224", "vit_base_patch16_224",
+    "vit_base_patch16_384", "vit_base_patch32_224", "vit_base_patch32_384",
+    "vit_large_patch14_224", "vit_large_patch16_224", "vit_large_patch16_384",
+    "vit_large_patch32_224", "vit_large_patch32_384", "vit_huge_patch14_224",
+    "vit_giant_patch14_224",
+    "deit3_small_patch16_224", "deit3_small_patch16_384", "deit3_medium_patch16_224",
+    "deit3_base_patch16_224", "deit3_base_patch16_384", "deit3_large_patch16_224",
+    "deit3_large_patch16_384", "deit3_huge_patch14_224",
+    "deit_tiny_distilled_patch16_224", "deit_small_distilled_patch16_224",
+    "deit_base_distilled_patch16_224", "deit_base_distilled_patch16_384",
+    "vit_small_patch14_dinov2", "vit_base_patch14_dinov2", "vit_large_patch14_dinov2",
+    "vit_giant_patch14_dinov2", "vit_small_patch14_reg4_dinov2",
+    "vit_base_patch14_reg4_dinov2", "vit_large_patch14_reg4_dinov2",
+    "vit_giant_patch14_reg4_dinov2",
+    "vit_xsmall_patch16_clip_224", "vit_medium_patch16_clip_224",
+    "vit_medium_patch32_clip_224", "vit_betwixt_patch32_clip_224",
+    "vit_base_patch32_clip_224", "vit_base_patch32_clip_256", "vit_base_patch32_clip_384",
+    "vit_base_patch32_clip_448", "vit_base_patch32_clip_quickgelu_224",
+    "vit_base_patch16_clip_224", "vit_base_patch16_clip_384",
+    "vit_base_patch16_clip_quickgelu_224", "vit_base_patch16_plus_clip_240",
+    "vit_large_patch14_clip_224", "vit_large_patch14_clip_336",
+    "vit_large_patch14_clip_quickgelu_224", "vit_large_patch14_clip_quickgelu_336",
+    "vit_huge_patch14_clip_224", "vit_huge_patch14_clip_336", "vit_huge_patch14_clip_378",
+    "vit_huge_patch14_clip_quickgelu_224", "vit_huge_patch14_clip_quickgelu_378",
+    "vit_giant_patch14_clip_224", "vit_gigantic_patch14_clip_224",
+    "vit_gigantic_patch14_clip_378", "vit_gigantic_patch14_clip_quickgelu_224",
+)
 _BLOCK = re.compile(r"encoder/encoderblock_(\d+)/")
 # Numbered layers a source may not have more of than the model: (path, model field).
 _LAYERS = ((_BLOCK, "depth"), (re.compile(r"class_stage/classblock_(\d+)/"), "class_depth"))
-_HEAD = ("head/kernel", "head/bias")
+_HEAD = ("head/kernel", "head/bias", "head_dist/kernel", "head_dist/bias")
 
 # Tensors that mean an architecture this ViT does not compute.
 _TIMM_UNSUPPORTED = {
-    "dist_token": "a distillation token (DeiT *_distilled_* models)",
-    "head_dist.": "a distillation head (DeiT *_distilled_* models)",
-    ".ls1.": "LayerScale", ".ls2.": "LayerScale",
     "fc_norm.": "a norm after pooling (global_pool='avg')",
     ".q_norm.": "query/key normalisation", ".k_norm.": "query/key normalisation",
-    "attn_pool.": "an attention-pooling (MAP) head", "reg_token": "register tokens",
-    "norm_pre.": "a norm before the blocks (CLIP-style)",
+    "attn_pool.": "an attention-pooling (MAP) head",
+}
+# Converted tensors of mechanisms that change the function: a model without
+# that parameter (another family's name) must not drop them as unused.
+_ARCHITECTURE_TENSORS = {
+    re.compile(r"dist$"): "a distillation token (DeiT *_distilled_* models: distilled=True)",
+    re.compile(r"head_dist/"): "a distillation head (DeiT *_distilled_* models)",
+    re.compile(r"registers$"): "register tokens (e.g. *_reg4_dinov2: register_tokens)",
+    re.compile(r"norm_pre/"): "a norm before the blocks (CLIP towers: norm_pre=True)",
+    re.compile(r"encoder/encoderblock_\d+/alpha[12]$"):
+        "LayerScale (DeiT-III, DINOv2: block.residual_alpha)",
 }
 _BIG_VISION_UNSUPPORTED = {
     "pre_logits/": "a representation layer (pre_logits; ImageNet-21k checkpoints)",
@@ -191,7 +290,13 @@ def flat_paths(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def timm_params(weights: Mapping[str, np.ndarray], num_heads: int
                 ) -> tuple[dict[str, np.ndarray], dict[str, str], list[str]]:
-  """A timm ViT / DeiT state dict in our names and layouts (loop layout).
+  """A timm ViT state dict (ViT, DeiT, DeiT-III, distilled DeiT, DINOv2, MAE,
+  CLIP towers) in our names and layouts (loop layout).
+
+  timm -> ours: cls_token, dist_token, reg_token -> cls, dist, registers;
+  pos_embed -> pos_embedding; norm_pre, norm -> norm_pre, encoder/encoder_norm;
+  head, head_dist -> head, head_dist; blocks.i.ls{1,2}.gamma (LayerScale) ->
+  encoder/encoderblock_i/alpha{1,2} (the Block's weighted residual).
 
   Args:
     weights: {timm name: array} (`weight_files.read_weights`).
@@ -217,8 +322,8 @@ def timm_params(weights: Mapping[str, np.ndarray], num_heads: int
     return width // num_heads
 
   for name, w in weights.items():
-    if name == "cls_token":
-      put("cls", name, w)
+    if name in ("cls_token", "dist_token", "reg_token"):
+      put({"cls_token": "cls", "dist_token": "dist", "reg_token": "registers"}[name], name, w)
     elif name == "pos_embed":
       put("pos_embedding", name, w)
     elif name == "patch_embed.proj.weight":
@@ -227,8 +332,10 @@ def timm_params(weights: Mapping[str, np.ndarray], num_heads: int
       put("embedding/bias", name, w)
     elif name in ("norm.weight", "norm.bias"):
       put(f"encoder/encoder_norm/{'scale' if name.endswith('weight') else 'bias'}", name, w)
-    elif name in ("head.weight", "head.bias"):
-      put(f"head/{'kernel' if name.endswith('weight') else 'bias'}", name, w.T)
+    elif name in ("norm_pre.weight", "norm_pre.bias"):
+      put(f"norm_pre/{'scale' if name.endswith('weight') else 'bias'}", name, w)
+    elif m := re.fullmatch(r"(head|head_dist)\.(weight|bias)", name):
+      put(f"{m.group(1)}/{'kernel' if m.group(2) == 'weight' else 'bias'}", name, w.T)
     elif m := re.fullmatch(r"blocks\.(\d+)\.(.+)", name):
       block, rest = f"encoder/encoderblock_{m.group(1)}", m.group(2)
       if rest in ("norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias"):
@@ -247,6 +354,8 @@ def timm_params(weights: Mapping[str, np.ndarray], num_heads: int
         put(f"{block}/attention/out/kernel", name, w.T.reshape(num_heads, dh, -1))
       elif rest == "attn.proj.bias":
         put(f"{block}/attention/out/bias", name, w)
+      elif rest in ("ls1.gamma", "ls2.gamma"):                       # LayerScale γ
+        put(f"{block}/alpha{rest[2]}", name, w)
       elif m2 := re.fullmatch(r"mlp\.(fc[12])\.(weight|bias)", rest):
         fc, kind = m2.groups()
         put(f"{block}/mlp/{fc}/{'kernel' if kind == 'weight' else 'bias'}", name,
@@ -258,28 +367,70 @@ def timm_params(weights: Mapping[str, np.ndarray], num_heads: int
   return out, names, unused
 
 
-def timm_model_config(name: str) -> dict[str, Any]:
-  """The `config.model` fields of a timm ViT / DeiT model name.
+def _timm_family_fields(family: str, m: re.Match) -> dict[str, Any]:
+  """The `config.model` fields of the architecture `m` matched in `family`."""
+  size = m.group(1) + ("_plus" if family == "clip" and m.group(3) else "")
+  if family == "dinov2" and size == "giant":           # DINOv2's ViT-g: SwiGLU, 24 heads
+    width, depth, heads, mlp = 1536, 40, 24, 8192
+  else:
+    width, depth, heads, mlp = _TIMM_SIZES[size]
+  block: dict[str, Any] = dict(mlp_activation="gelu_erf", norm_epsilon=1e-6)
+  fields: dict[str, Any] = dict(hidden_size=width, depth=depth, num_heads=heads, mlp_dim=mlp,
+                                patch_size=int(m.group(2)), pooling="cls", posemb="learned",
+                                stem="patch", norm="layer_norm")
+  if family == "deit3":
+    block["residual_alpha"] = 1e-6
+    fields["posemb_tokens"] = "patches"
+  elif family == "deit_distilled":
+    fields["distilled"] = True
+  elif family == "dinov2":
+    block["residual_alpha"] = 1e-5
+    if size == "giant":
+      block["mlp_activation"] = "swiglu"
+    if m.group(3):                                     # _reg4_
+      fields.update(register_tokens=4, posemb_tokens="patches")
+  elif family == "clip":
+    block.update(norm_epsilon=1e-5,
+                 mlp_activation="quick_gelu" if m.group(4) else "gelu_erf")
+    fields.update(norm_pre=True, stem_bias=False)
+  return dict(fields, block=block)
 
-  `name` is a timm model name such as "deit_small_patch16_224" or
-  "vit_base_patch16_224.augreg_in21k_ft_in1k" (the tag after the dot is
-  ignored): (vit|deit)_(tiny|small|base|large)_patch{p}_{resolution}.
+
+def timm_model_config(name: str) -> dict[str, Any]:
+  """The `config.model` fields of a timm ViT model name.
+
+  `name` is a timm model name such as "deit_small_patch16_224",
+  "vit_base_patch16_224.augreg_in21k_ft_in1k" or "vit_base_patch16_224.mae"
+  (the tag after the dot does not change the architecture): one of
+  `TIMM_ARCHITECTURES`, the families of `_TIMM_FAMILIES` (ViT, DeiT, MAE,
+  DeiT-III, distilled DeiT, DINOv2 with and without registers, CLIP image
+  towers). What each family adds follows timm's model definitions
+  (`timm/models/vision_transformer.py`, `deit.py`): the papers are silent.
 
   Raises:
-    ValueError: a name outside these families (distilled DeiTs included).
+    ValueError: a name outside these families, naming the nearest known one.
   """
   arch = name.split(".")[0]
-  m = _TIMM_NAME.fullmatch(arch)
-  if m is None:
-    raise ValueError(
-        f"timm model name {name!r} is not supported; load_timm reads ViT / DeiT models "
-        "named (vit|deit)_(tiny|small|base|large)_patch<p>_<resolution>, e.g. "
-        "'vit_base_patch16_224' or 'deit_small_patch16_224' (distilled DeiTs carry a "
-        "second token and head, which this ViT does not compute)")
-  size, patch = _TIMM_SIZES[m.group(2)], int(m.group(3))
-  return dict(SIZES[size], patch_size=patch, pooling="cls", posemb="learned",
-              stem="patch", norm="layer_norm",
-              block=dict(mlp_activation="gelu_erf", norm_epsilon=1e-6))
+  if arch in TIMM_ARCHITECTURES:
+    for family, pattern in _TIMM_FAMILIES.items():
+      if m := pattern.fullmatch(arch):
+        return _timm_family_fields(family, m)
+  raise ValueError(f"timm model name {name!r} is not supported{_nearest(arch)}; load_timm "
+                   "reads timm's ViT, DeiT, MAE, DeiT-III, distilled DeiT, DINOv2 and CLIP "
+                   "towers (TIMM_ARCHITECTURES) and the families of registered converters "
+                   f"({', '.join(p + '*' for p in _TIMM_LOADERS)})")
+
+
+def known_timm_names() -> tuple[str, ...]:
+  """Every timm architecture name load_timm reads: this module's
+  `TIMM_ARCHITECTURES` and the registered converters' names."""
+  return TIMM_ARCHITECTURES + tuple(n for names in _TIMM_CONVERTER_NAMES.values()
+                                    for n in names)
+
+
+def _nearest(arch: str) -> str:
+  close = difflib.get_close_matches(arch, known_timm_names(), n=1, cutoff=0.0)
+  return f" (the nearest known name is {close[0]!r})" if close else ""
 
 
 # --- big_vision ------------------------------------------------------------------
@@ -367,20 +518,24 @@ def big_vision_params(weights: Mapping[str, np.ndarray], num_prefix_tokens: int
 
 # --- fitting converted tensors to a model ------------------------------------------
 
-def _plain_paths(model: Any, image_size: int) -> set[str]:
+def _plain_paths(model: Any, image_size: int, keep: tuple[str, ...] = ()) -> set[str]:
   """The parameter paths of the plain model of `model`'s shape (loop layout):
   what a checkpoint of that architecture must provide. Mechanisms added on
   top (AttnScale, FeatScale, ...) add paths beyond these. For another family
   (a registered converter's): `model` with the default attention and no block
   options or layer overrides (its own fields, e.g. CaiT's talking heads and
-  class stage, stay)."""
+  class stage, stay). The ViT's own fields (prefix tokens, norm_pre, stem
+  bias, ...) are its architecture; `keep` names BlockSpec fields that are too
+  (a timm name's LayerScale, `residual_alpha`)."""
   block = BlockSpec(**dict(getattr(type(model), "BLOCK_DEFAULTS", {}),
                            **{f: getattr(model.block, f)
-                              for f in type(model).TOP_LEVEL_BLOCK_FIELDS}))
+                              for f in (*type(model).TOP_LEVEL_BLOCK_FIELDS, *keep)}))
   if isinstance(model, ViT):
     plain = ViT(num_classes=model.num_classes, patch_size=model.patch_size,
                 hidden_size=model.hidden_size, depth=model.depth, stem=model.stem,
-                pooling=model.pooling, posemb=model.posemb, block=block,
+                pooling=model.pooling, posemb=model.posemb, distilled=model.distilled,
+                register_tokens=model.register_tokens, posemb_tokens=model.posemb_tokens,
+                norm_pre=model.norm_pre, stem_bias=model.stem_bias, block=block,
                 encoder=EncoderSpec(mode="loop"))
   else:
     changes = {"layer_overrides": None} if hasattr(model, "layer_overrides") else {}
@@ -396,8 +551,11 @@ def _num_heads(model: Any):
 
 
 def _num_prefix(model: Any) -> int:
-  """Rows of the position embedding before the patch tokens: the ViT's CLS
-  with CLS pooling; CaiT's embedding covers the patch tokens only."""
+  """Rows of the position embedding before the patch tokens: the ViT's
+  prefix tokens (CLS, distillation token, registers) unless it covers the
+  patch tokens only; CaiT's embedding covers the patch tokens only."""
+  if isinstance(model, ViT):
+    return model.posemb_prefix_rows()
   return int(getattr(model, "pooling", None) == "cls")
 
 
@@ -414,11 +572,18 @@ def _loop_flat(tree: Mapping[str, Any]) -> dict[str, Any]:
 
 def _fit(converted: Mapping[str, np.ndarray], names: Mapping[str, str], unused: list[str],
          model: Any, target: Mapping[str, Any], initial: Callable[[], Mapping[str, Any]],
-         *, resampling: str, reinit_head: bool) -> tuple[dict[str, Any], LoadReport]:
+         *, resampling: str, reinit_head: bool, keep: tuple[str, ...] = ()
+         ) -> tuple[dict[str, Any], LoadReport]:
   """Fills the parameters `target` describes (loop-layout flat abstract
   params) from `converted`, taking the rest from `initial()` (called only if
-  needed). Returns (flat loop-layout NumPy params, report)."""
+  needed). `keep`: BlockSpec fields that are part of the source's
+  architecture (`_plain_paths`). Returns (flat loop-layout NumPy params, report)."""
   label = lambda path: f"{path} ({names[path]})" if path in names else path  # noqa: E731
+  for path in sorted(converted):
+    meaning = next((v for k, v in _ARCHITECTURE_TENSORS.items() if k.match(path)), None)
+    if meaning is not None and path not in target:
+      raise _mismatch(f"tensor {names.get(path, path)!r} belongs to {meaning}, which the "
+                      f"model does not have; is the name of another family?")
   for pattern, field in _LAYERS:
     if not hasattr(model, field):
       continue
@@ -428,7 +593,7 @@ def _fit(converted: Mapping[str, np.ndarray], names: Mapping[str, str], unused: 
     if deeper:
       raise _mismatch(f"the source has blocks up to {deeper[-1]} ({deeper[-1] + 1} or more "
                       f"layers), the model has {field} {depth}")
-  required = _plain_paths(model, _image_size(model, target)) & set(target)
+  required = _plain_paths(model, _image_size(model, target), keep) & set(target)
   missing = sorted(p for p in required if p not in converted
                    and not (reinit_head and p in _HEAD))
   if missing:
@@ -552,8 +717,9 @@ def _load(converted, names, unused, model_config: dict[str, Any], num_classes: i
   abstract = jax.eval_shape(lambda x: model.init(jax.random.key(0), x), image)["params"]
   target = _loop_flat(abstract)
   initial = lambda: model.init(jax.random.key(0), image)["params"]  # noqa: E731
+  keep = tuple(k for k in ("residual_alpha",) if k in model_config.get("block", {}))
   flat, report = _fit(converted, names, unused, model, target, initial,
-                      resampling=resampling, reinit_head=reinit_head)
+                      resampling=resampling, reinit_head=reinit_head, keep=keep)
   report.log()
   params = to_layout(nest_paths(flat), tree_layout(abstract))
   return model, {"params": jax.tree_util.tree_map(jnp.asarray, params)}
@@ -568,15 +734,17 @@ def _source_grid_size(converted: Mapping[str, np.ndarray], patch_size: int,
 
 def load_timm(source: Any, name: str, *, image_size: int | None = None,
               **model_overrides: Any) -> tuple[ViT, dict[str, Any]]:
-  """A timm ViT / DeiT (or Swin, CaiT: their registered converters) checkpoint as
-  (model, variables).
+  """A timm ViT checkpoint of the families the module docstring lists (or
+  Swin, CaiT: their registered converters) as (model, variables).
 
   Args:
     source: a `.safetensors` path, a `.pth` path (read with
       `torch.load(weights_only=True)`; torch optional), or a timm state dict
       ({name: array}).
     name: the timm model name (`timm_model_config`), e.g.
-      "deit_small_patch16_224"; it gives the architecture.
+      "deit_small_patch16_224", "vit_small_patch14_reg4_dinov2",
+      "vit_base_patch16_224.mae"; it gives the architecture (a tag after the
+      dot does not change it; `timm_preprocessing(name)` gives the input).
     image_size: the input side the model will see; None = the checkpoint's
       (from its position embedding). Another size resamples the position
       embedding bicubically, as timm does.
@@ -587,7 +755,8 @@ def load_timm(source: Any, name: str, *, image_size: int | None = None,
 
   Returns:
     (model, {"params": ...}): `model.apply(variables, images)` on NHWC images
-    (normalised as timm's pretrained config says) gives timm's logits.
+    (prepared as `timm_preprocessing(name)` says) gives timm's logits, or
+    timm's features for a model without a head (MAE, DINOv2).
 
   Raises:
     errors.WeightsMismatchError: see the module docstring.
@@ -638,7 +807,10 @@ def _load_checked(converted, names, unused, config, image_size, resampling, over
   reinit_head = num_classes is not None and num_classes != source_classes
   if not reinit_head:
     num_classes = source_classes
-  num_prefix = int(config.get("pooling", "cls") == "cls")
+  num_prefix = (int(config.get("pooling", "cls") == "cls") + int(config.get("distilled", False))
+                + config.get("register_tokens", 0))
+  if config.get("posemb_tokens", "all") == "patches":
+    num_prefix = 0
   size = image_size or _source_grid_size(converted, config["patch_size"], num_prefix)
   return _load(converted, names, unused, config, num_classes, size, resampling, overrides,
                reinit_head)

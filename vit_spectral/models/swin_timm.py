@@ -228,4 +228,4 @@ def load_timm(weights: Mapping[str, np.ndarray], name: str, *, image_size: int |
   params = _as_layout_of(nest_paths(flat), abstract)
   return model, {"params": jax.tree_util.tree_map(jnp.asarray, params)}
 
-register_timm_converter("swin_", load_timm)
+register_timm_converter("swin_", load_timm, names=tuple(TIMM_NAMES))
