@@ -45,6 +45,8 @@ forward in float32 on two seeded 224² images, and writes the logits:
   vit_base_patch32_clip_quickgelu_224.json  the smallest QuickGELU CLIP tower
   (the new families' weights: pretrained_fixtures.scale_of; LayerScale γ around
   0.5, the dist token and registers N(0, 0.1²), so every mechanism matters)
+  swiglu_packed.json              timm's SwiGLUPacked (DINOv2 ViT-g's MLP, 8 -> 16 -> 8)
+                                  on seeded weights and a seeded (2, 5, 8) input
   timm_preprocessing.json         timm's data config (resolve_data_config of the
                                   pretrained cfg) of every pretrained tag of every
                                   architecture load_timm reads, and each bare
@@ -175,6 +177,22 @@ def make_big_vision(name: str, seed: int, tensor_args: dict, timm_args: dict, va
               f"{fx.relative_error(ours, logits):.2e}, max |logit| {np.abs(logits).max():.2f}")
 
 
+def make_swiglu() -> None:
+  from timm.layers import SwiGLUPacked  # pylint: disable=import-outside-toplevel
+  seed, input_seed, width, hidden = 16, 17, 8, 16
+  mlp = SwiGLUPacked(in_features=width, hidden_features=hidden).float().eval()
+  tensors = [(k, list(v.shape)) for k, v in mlp.state_dict().items()]
+  weights = fx.random_weights(tensors, seed)
+  mlp.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()}, strict=True)
+  x = np.random.default_rng(input_seed).standard_normal((2, 5, width), dtype=np.float32)
+  with torch.no_grad():
+    out = mlp(torch.from_numpy(x)).numpy().astype(np.float32)
+  write("swiglu_packed", {"module": "timm.layers.SwiGLUPacked", "seed": seed,
+                          "input_seed": input_seed, "input_shape": [2, 5, width],
+                          "hidden_features": hidden, "tensors": tensors,
+                          "output": out.tolist(), "versions": versions()})
+
+
 def supported_architectures() -> dict[str, list[str]]:
   """timm's architecture names of each family load_timm reads: the ViT
   families (every name timm registers that matches the family's pattern) and
@@ -277,6 +295,8 @@ def main() -> None:
                       args.check)
   if wanted("posemb_resample"):
     make_posemb()
+  if wanted("swiglu_packed"):
+    make_swiglu()
   families = supported_architectures()
   if wanted("timm_preprocessing"):
     make_preprocessing(families)

@@ -168,13 +168,34 @@ def test_distilled_deit_averages_the_two_heads(images):
 
 
 def test_dinov2_registers_are_prefix_tokens_that_matter(images):
-  fixture, _, model, variables = _family("vit_small_patch14_reg4_dinov2", images)
+  name = "vit_small_patch14_reg4_dinov2"
+  fixture, weights, model, variables = _family(name)
   assert model.register_tokens == 4 and model.num_classes == 0
-  _, state = model.apply(variables, images, mutable=["intermediates"])
+  out, state = model.apply(variables, images, mutable=["intermediates"])
+  assert fx.relative_error(out, fixture["logits"]) <= TOLERANCE
   blocks = per_layer(state["intermediates"])
   assert len(blocks) == 12 and blocks[0]["block_output"].shape == (2, 1 + 4 + 256, 384)
   no_registers = _changed(variables, "registers", jnp.zeros_like)
   assert fx.relative_error(model.apply(no_registers, images), fixture["logits"]) > 1e-2
+  # Another resolution resamples the patch rows only (no prefix rows: no_embed_class).
+  _, small = load_timm(weights, name, image_size=112)
+  np.testing.assert_allclose(small["params"]["pos_embedding"],
+                             posemb.resample(weights["pos_embed"], 0, (8, 8), method="bicubic"),
+                             atol=1e-6)
+
+
+def test_swiglu_mlp_equals_timms_swiglu_packed():
+  """DINOv2 ViT-g's MLP (too large for a whole-model fixture): timm's SwiGLUPacked
+  on seeded weights and inputs, against our MlpBlock(activation="swiglu")."""
+  from vit_spectral.layers.mlp import MlpBlock  # noqa: PLC0415
+  anchor = fx.read_fixture("swiglu_packed")
+  weights = fx.fixture_weights(anchor)
+  x = np.random.default_rng(anchor["input_seed"]).standard_normal(
+      anchor["input_shape"], dtype=np.float32)
+  params = {fc: {"kernel": weights[f"{fc}.weight"].T, "bias": weights[f"{fc}.bias"]}
+            for fc in ("fc1", "fc2")}
+  mlp = MlpBlock(mlp_dim=anchor["hidden_features"], activation="swiglu")
+  assert fx.relative_error(mlp.apply({"params": params}, x), anchor["output"]) <= 1e-5
 
 
 def test_clip_towers_activation_is_their_names(images):
