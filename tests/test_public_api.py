@@ -33,7 +33,7 @@ def test_diagnostics_exported_by_their_specified_names():
       # paper 000
       "dc", "hc", "hc_dc_ratio", "hc_proportion", "attention_spectrum",
       "attention_cosine_similarity", "token_cosine_similarity", "smoothing_rate_bound",
-      "probe",
+      "probe", "diagnose", "compare", "diagnosable", "load_workdir",
       # paper 001
       "scsa_lipschitz_bound", "lipsformer_lipschitz_bound", "empirical_lipschitz",
       "vit_lipschitz_bound",

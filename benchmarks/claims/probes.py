@@ -1,6 +1,6 @@
 """What the ledger's training experiments read off a model: per-layer means.
 
-`layer_means(model, params, images)` runs the model once (the metrics of `analysis.probe`) and averages each
+`layer_means(model, params, images)` runs `analysis.diagnose` once and keeps each
 metric over the images (and heads), so a run keeps a few numbers per layer
 instead of the maps. The test digits are the probe images.
 """
@@ -11,11 +11,8 @@ import numpy as np
 
 import jax
 
-from vit_spectral.analysis.attention_spectrum import attention_spectrum
-from vit_spectral.analysis.frequency import hc_dc_ratio, hc_proportion
-from vit_spectral.analysis.probe import ATTENTION_KEY, OUTPUT_KEY, sown_blocks
-from vit_spectral.analysis.rank import attention_entropy
-from vit_spectral.analysis.similarity import attention_cosine_similarity, token_cosine_similarity
+from vit_spectral import analysis
+from vit_spectral.analysis.probe import sown_blocks
 
 from benchmarks.claims.digits_runs import digits
 
@@ -44,7 +41,7 @@ def forward(model, params, images):
 
 
 def layer_means(model, params, images=None) -> dict[str, list]:
-  """Per-layer means over the probe images.
+  """Per-layer means over the probe images (`analysis.diagnose`'s metrics).
 
   Returns lists over layers:
     hc_dc: ‖HC‖/‖DC‖ of the block output (paper 000 Def. 1).
@@ -56,26 +53,14 @@ def layer_means(model, params, images=None) -> dict[str, list]:
     entropy: mean attention-row entropy (nats).
   """
   images = probe_images() if images is None else images
-  _, layers = forward(model, params, images)
-  stack = lambda f, key: np.stack([np.asarray(f(l[key])) for l in layers])
-  out = {"hc_dc_ratio": stack(hc_dc_ratio, OUTPUT_KEY),
-         "hc_proportion": stack(hc_proportion, OUTPUT_KEY),
-         "token_cosine_similarity": stack(token_cosine_similarity, OUTPUT_KEY),
-         "attention_cosine_similarity": stack(attention_cosine_similarity, ATTENTION_KEY),
-         "attention_spectrum": stack(attention_spectrum, ATTENTION_KEY),
-         "attention_entropy": stack(attention_entropy, ATTENTION_KEY)}
-  spectrum = out["attention_spectrum"]                       # (L, B, H, T)
-  dc = spectrum[..., 0]
-  high = spectrum[..., 1:].mean(-1)
-  return {
-      "hc_dc": out["hc_dc_ratio"].mean(1).tolist(),
-      "hc_proportion": out["hc_proportion"].mean(1).tolist(),
-      "token_cosine": out["token_cosine_similarity"].mean(1).tolist(),
-      "attention_cosine": out["attention_cosine_similarity"].mean(1).tolist(),
-      "spectrum_high_over_dc": (high / dc).mean(axis=(1, 2)).tolist(),
-      "lowpass_heads": (spectrum[..., 0] >= spectrum[..., 1:].max(-1)).mean(axis=(1, 2)).tolist(),
-      "entropy": out["attention_entropy"].mean(axis=(1, 2)).tolist(),
-  }
+  names = {"hc_dc": "hc_dc_ratio", "hc_proportion": "hc_proportion",
+           "token_cosine": "token_cosine_similarity",
+           "attention_cosine": "attention_cosine_similarity",
+           "spectrum_high_over_dc": "attention_spectrum_hf_dc",
+           "lowpass_heads": "attention_lowpass", "entropy": "attention_entropy"}
+  d = analysis.diagnose(model, {"params": params}, images, metrics=list(names.values()),
+                        batch_size=len(images))
+  return {key: d.values(metric).tolist() for key, metric in names.items()}
 
 
 def seeds_table(per_seed: dict[int, list]) -> dict[str, list]:

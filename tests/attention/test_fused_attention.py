@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from vit_spectral import attention
-from vit_spectral.analysis import probe
+from vit_spectral.analysis.diagnosis import layer_means
 from vit_spectral.models import build_model, per_layer
 
 BATCH, WIDTH, HEADS = 2, 6, 2             # head width 3: 1/√3 is no power of two
@@ -147,9 +147,9 @@ def test_auto_is_fused_unless_the_maps_are_recorded(fused_calls):
   assert not fused_calls                             # recording: the explicit path
   assert [m.shape for m in maps] == [(BATCH, HEADS, TOKENS, TOKENS)] * 2
 
-  result = jax.eval_shape(lambda v, im: probe(model, v, im), variables, images)
+  result = jax.eval_shape(lambda v, im: layer_means(model, v, im), variables, images)
   assert not fused_calls                             # the diagnostics still get the maps
-  assert result["hc_dc_ratio"].shape[0] == 2         # one row per block
+  assert len(result) == 2 and "attention_entropy" in result[0]   # one entry per block
 
 
 def test_fused_while_recording_the_maps_raises():

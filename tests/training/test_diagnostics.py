@@ -190,3 +190,20 @@ def test_read_scalars_keeps_the_last_write_of_a_step(tmp_path):
   assert values.tolist() == [[5.0, 6.0]]
   with pytest.raises(KeyError, match=r"no diagnostics/b/layer_\* scalars; .*\['a'\]"):
     layer_series(scalars, "b")
+
+
+def test_a_staged_backbone_is_diagnosed_over_all_its_stages():
+  from vit_spectral import analysis
+  from vit_spectral.configs import digits_swin
+  config = digits_swin.get_config()
+  model = build_model(config.model, num_classes=10)
+  images = np.random.default_rng(0).standard_normal((3, 8, 8, 1)).astype(np.float32)
+  params = model.init(jax.random.key(1), images[:1])["params"]
+  got = jax.jit(lambda p, x: layer_diagnostics(model, p, x))(params, images)
+  want = analysis.diagnose(model, {"params": params}, images)
+  assert len(got) == sum(model.depths) == want.num_layers
+  assert want.stage.tolist() == [s for s, d in enumerate(model.depths) for _ in range(d)]
+  for layer, expected in zip(got, want.layers):
+    assert {"hc_dc_ratio", "attention_entropy", "h_cond"} <= set(layer)
+    for metric, value in layer.items():
+      np.testing.assert_allclose(value, np.mean(expected[metric]), rtol=1e-5, err_msg=metric)

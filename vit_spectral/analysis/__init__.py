@@ -31,8 +31,9 @@ from vit_spectral.analysis.attention_centres import gaussian_heads, plot_attenti
 from vit_spectral.analysis.attention_spectrum import attention_spectrum
 from vit_spectral.analysis.diagnosis import Comparison, Diagnosis, compare, diagnose
 from vit_spectral.analysis.layer_metrics import known_metric_names
-from vit_spectral.analysis.plots import plot_diagnoses
+from vit_spectral.analysis.plots import plot_diagnoses, plot_spectra
 from vit_spectral.analysis.protocol import diagnosable, sow_attention
+from vit_spectral.analysis.workdir import load_workdir
 from vit_spectral.analysis.eigen import (
     Dominating, DominatingCounts, asymmetry, condition_number, dominating_counts, dominating_eigenvalue,
     dominating_from_spectra, h_matrix, head_h_spectra, layer_kernels, perron_index,
@@ -58,8 +59,8 @@ __all__ = [
     "dominating_eigenvalue", "dominating_from_spectra", "empirical_lipschitz",
     "exp_kappa_bound", "gaussian_heads", "gelu_lipschitz", "h_matrix", "hc",
     "hc_dc_ratio", "hc_proportion", "head_h_spectra", "known_metric_names", "layer_kernels",
-    "lipsformer_lipschitz_bound", "matrix_norm", "multihead_scsa_lipschitz_bound",
-    "norm_1_inf", "norm_lipschitz", "perron_index", "plot_attention_centres", "plot_diagnoses", "probe", "probe_stages",
+    "lipsformer_lipschitz_bound", "load_workdir", "matrix_norm", "multihead_scsa_lipschitz_bound",
+    "norm_1_inf", "norm_lipschitz", "perron_index", "plot_attention_centres", "plot_diagnoses", "plot_spectra", "probe", "probe_stages",
     "prune_heads", "rank_residual_ratio", "remove_heads", "scsa_lipschitz_bound",
     "smoothing_rate_bound", "sow_attention", "theorem4_dominating", "token_cosine_similarity",
     "token_cosine_values", "token_residual", "vit_lipschitz_bound",

@@ -15,7 +15,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["DEFAULT_PLOT_METRICS", "plot_diagnoses"]
+__all__ = ["DEFAULT_PLOT_METRICS", "plot_diagnoses", "plot_spectra"]
 
 DEFAULT_PLOT_METRICS = ("hc_dc_ratio", "token_cosine_similarity", "attention_cosine_similarity",
                         "rank_residual_ratio", "attention_entropy", "attention_spectrum_hf_dc")
@@ -47,6 +47,7 @@ def plot_diagnoses(diagnoses: Mapping[str, "Diagnosis"], metrics: Sequence[str] 
     KeyError: a metric no model has (names the ones there are).
   """
   from matplotlib.figure import Figure
+  from matplotlib.ticker import MaxNLocator
 
   if not diagnoses:
     raise ValueError("plot_diagnoses needs at least one Diagnosis")
@@ -70,6 +71,7 @@ def plot_diagnoses(diagnoses: Mapping[str, "Diagnosis"], metrics: Sequence[str] 
         ax.axvline(boundary, color=f"C{k % 10}", ls=":", lw=0.8)
     ax.set_title(_LABELS.get(metric, metric), fontsize=9)
     ax.set_xlabel("layer")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(True, lw=0.3)
     if metric.endswith("cosine_similarity") or metric == "attention_lowpass":
       ax.set_ylim(0, 1.02)
@@ -78,4 +80,36 @@ def plot_diagnoses(diagnoses: Mapping[str, "Diagnosis"], metrics: Sequence[str] 
   axes[0].legend(fontsize=7)
   counts = sorted({d.num_images for d in diagnoses.values()})
   fig.suptitle(f"per-layer diagnostics ({', '.join(map(str, counts))} images)", fontsize=10)
+  return fig
+
+
+def plot_spectra(diagnosis: "Diagnosis"):
+  """Each layer's attention spectrum, ‖Λ_k‖₂ over the frequency bands k (DC at
+  0), the mean over images and heads (paper 000, Figs. 2, 5, 9–10: a low-pass
+  map has its largest response at DC); returns the matplotlib Figure.
+
+  Raises:
+    KeyError: the Diagnosis has no "attention_spectrum" (diagnose it with
+      that metric).
+  """
+  from matplotlib.figure import Figure
+
+  layers = [(i, np.asarray(layer["attention_spectrum"]).mean(axis=0))
+            for i, layer in enumerate(diagnosis.layers) if "attention_spectrum" in layer]
+  if not layers:
+    raise KeyError(f"{diagnosis.model} has no 'attention_spectrum'; diagnose it with that "
+                   "metric (the default set has it)")
+  fig = Figure(figsize=(6.0, 3.8), layout="constrained")
+  ax = fig.subplots()
+  colors = np.linspace(0.1, 0.9, len(layers))
+  import matplotlib
+  cmap = matplotlib.colormaps["viridis"]
+  for (index, spectrum), shade in zip(layers, colors):
+    ax.plot(np.arange(len(spectrum)), spectrum, "-", lw=1.0, color=cmap(shade),
+            label=f"layer {index + 1}")
+  ax.set_xlabel("frequency band k (0 = DC)")
+  ax.set_ylabel("response ‖Λ_k‖₂ of F A F⁻¹")
+  ax.set_title(f"{diagnosis.model}: attention spectrum per layer (000 App. F.2)", fontsize=9)
+  ax.grid(True, lw=0.3)
+  ax.legend(fontsize=6, ncol=2 if len(layers) > 8 else 1)
   return fig

@@ -408,14 +408,9 @@ def read_on_host(item_dir: str) -> Any:
   return ocp.StandardCheckpointer().restore(item_dir, target)
 
 
-def latest_params(workdir: str, step: int | None = None,
-                  key: str = "params") -> tuple[Any, int]:
-  """The parameters saved in a trainer workdir, as host arrays, and their step.
-
-  For analysis and notebooks: no model, optimizer or mesh is needed, the tree is
-  read as stored (NumPy arrays), also where other devices or several processes
-  wrote it. `key="ema_params"` reads the EMA parameters of recipes that
-  keep them.
+def latest_state(workdir: str, step: int | None = None) -> tuple[dict[str, Any], int]:
+  """The whole state saved in a trainer workdir (params, optimizer state, EMA,
+  step, ...) as host arrays, checked against its fingerprint, and its step.
 
   Raises:
     FileNotFoundError: `workdir` holds no finished checkpoint (or not `step`).
@@ -440,6 +435,25 @@ def latest_params(workdir: str, step: int | None = None,
           f"the checkpoint at step {step} in {directory} is damaged: {len(differ)} arrays "
           f"differ from the fingerprint saved with them ({', '.join(differ[:3])}); "
           f"read an earlier step (steps there: {sorted(steps)})")
+  return state, step
+
+
+def latest_params(workdir: str, step: int | None = None,
+                  key: str = "params") -> tuple[Any, int]:
+  """The parameters saved in a trainer workdir, as host arrays, and their step.
+
+  For analysis and notebooks: no model, optimizer or mesh is needed, the tree is
+  read as stored (NumPy arrays), also where other devices or several processes
+  wrote it. `key="ema_params"` reads the EMA parameters of recipes that
+  keep them.
+
+  Raises:
+    FileNotFoundError: `workdir` holds no finished checkpoint (or not `step`).
+    errors.CheckpointReadError: its arrays differ from the fingerprint saved
+      with them (damaged bytes).
+    KeyError: the checkpoint has no `key`.
+  """
+  state, step = latest_state(workdir, step)
   if state.get(key) is None:
     raise KeyError(f"the checkpoint at step {step} has no {key!r} (keys: {sorted(state)})")
   return state[key], step

@@ -1,0 +1,138 @@
+"""Images to analyse a model on: a folder, a TFDS split or the built-in digits,
+read raw and transformed as the model was evaluated (`vit-spectral-analyse`).
+
+    transform = EvalTransform(size=224, crop_fraction=0.875, method="bicubic",
+                              mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225))
+    images = transform(folder_images("my_images/", count=64))     # (N, 224, 224, 3)
+
+The transform is the eval path of the input pipeline (`data.preprocessing`:
+resize or resize-and-centre-crop with the same kernels, then per-channel
+normalisation), applied to uint8 images one by one, so a timm or big_vision
+checkpoint sees the preprocessing it was trained with and a trainer run the
+one it was evaluated with. Images whose channel count differs from the
+model's are converted: grey to RGB by repeating the channel, RGB to grey by
+the ITU-R 601 luma weights (PIL's "L").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Sequence
+
+import numpy as np
+
+__all__ = ["EvalTransform", "IMAGE_SUFFIXES", "dataset_images", "folder_images"]
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
+_LUMA = np.array([0.299, 0.587, 0.114])
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalTransform:
+  """uint8 (H, W, C) images -> float32 (N, size, size, channels) model inputs.
+
+  Attributes:
+    size: the side the model takes.
+    crop_fraction: None = resize the whole image to size²; else resize the
+      shorter side to size / crop_fraction and keep the central size².
+    method: "bilinear" or "bicubic" (`data.preprocessing.RESIZE_METHODS`).
+    mean, std: per-channel normalisation in [0, 1] units (one value each, or
+      one per channel).
+    channels: the channels the model takes.
+  """
+  size: int
+  crop_fraction: float | None = None
+  method: str = "bilinear"
+  mean: Sequence[float] = (0.0,)
+  std: Sequence[float] = (1.0,)
+  channels: int = 3
+
+  def __call__(self, images: Sequence[np.ndarray]) -> np.ndarray:
+    import tensorflow as tf   # the input pipeline's kernels (imported on use)
+
+    from vit_spectral.data import preprocessing
+
+    out = []
+    for image in images:
+      image = tf.constant(_with_channels(np.asarray(image), self.channels))
+      image = preprocessing.to_float(image)
+      if self.crop_fraction is None:
+        image = preprocessing.resize(image, self.size, self.method)
+      else:
+        image = preprocessing.resize_center_crop(image, self.size, self.crop_fraction,
+                                                 self.method)
+      mean = np.broadcast_to(np.asarray(self.mean, np.float32), (self.channels,))
+      std = np.broadcast_to(np.asarray(self.std, np.float32), (self.channels,))
+      out.append(preprocessing.normalize(image, mean, std).numpy())
+    return np.stack(out).astype(np.float32)
+
+
+def _with_channels(image: np.ndarray, channels: int) -> np.ndarray:
+  """uint8 (H, W) or (H, W, C) -> (H, W, channels)."""
+  if image.ndim == 2:
+    image = image[..., None]
+  if image.shape[-1] == 4:                        # RGBA: drop alpha
+    image = image[..., :3]
+  if image.shape[-1] == channels:
+    return image
+  if image.shape[-1] == 1:
+    return np.repeat(image, channels, axis=-1)
+  if channels == 1 and image.shape[-1] == 3:
+    return np.round(image @ _LUMA)[..., None].astype(np.uint8)
+  raise ValueError(f"an image with {image.shape[-1]} channels cannot feed a model of "
+                   f"{channels} channels")
+
+
+def folder_images(path: str, count: int) -> list[np.ndarray]:
+  """The first `count` readable images of `path` (sorted by name, not
+  recursive), as uint8 arrays.
+
+  Raises:
+    FileNotFoundError: `path` is not a directory, or nothing in it is a
+      readable image (names what it tried).
+  """
+  from PIL import Image
+
+  if not os.path.isdir(path):
+    raise FileNotFoundError(f"--images={path} is not a directory")
+  names = sorted(n for n in os.listdir(path) if n.lower().endswith(IMAGE_SUFFIXES))
+  images, unreadable = [], []
+  for name in names:
+    try:
+      with Image.open(os.path.join(path, name)) as image:
+        images.append(np.asarray(image.convert("RGB" if image.mode not in ("L", "RGB")
+                                               else image.mode)))
+    except OSError:
+      unreadable.append(name)
+    if len(images) == count:
+      break
+  if not images:
+    tried = (f"{len(names)} image files, none readable ({', '.join(unreadable[:3])})" if names
+             else f"no file ending in {', '.join(IMAGE_SUFFIXES)}")
+    raise FileNotFoundError(f"--images={path} has no readable image: {tried}")
+  return images
+
+
+def dataset_images(name: str, split: str, count: int, data_dir: str | None = None
+                   ) -> tuple[list[np.ndarray], np.ndarray]:
+  """The first `count` images of a prepared TFDS split (or the built-in
+  "digits") as uint8 arrays, and their labels.
+
+  Raises:
+    data.DatasetNotPreparedError: the data set is not prepared (one line
+      saying how to prepare it).
+  """
+  import tensorflow_datasets as tfds
+
+  from vit_spectral.data import input_pipeline
+
+  builder = input_pipeline.get_builder(name, data_dir, False)
+  dataset = builder.as_dataset(split=split, shuffle_files=False)
+  images, labels = [], []
+  for example in tfds.as_numpy(dataset.take(count)):
+    images.append(example["image"])
+    labels.append(example.get("label", -1))
+  if not images:
+    raise ValueError(f"--dataset={name} split {split!r} has no images")
+  return images, np.asarray(labels)
