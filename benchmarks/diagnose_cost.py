@@ -1,7 +1,7 @@
 r"""What `analysis.diagnose` costs: three calls on ViT-B/16 at 224², the peak host memory.
 
   python benchmarks/diagnose_cost.py [--variant=B/16] [--num_images=64]
-      [--batch_size=16] [--out=benchmarks/results/diagnose_cost.json]
+      [--batch_size=8] [--out=benchmarks/results/diagnose_cost.json]
 
 Builds the model, draws `num_images` N(0, 1) images and random parameters
 (the library's init), then calls `diagnose` three times on the same model and
@@ -15,7 +15,6 @@ what `diagnose` adds is the difference. Writes the times and peaks to --out.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import resource
@@ -30,7 +29,7 @@ import numpy as np  # noqa: E402
 from vit_spectral import analysis  # noqa: E402
 from vit_spectral.analysis import diagnosis as diagnosis_lib  # noqa: E402
 from vit_spectral.models import build_model  # noqa: E402
-from benchmarks.figures import RESULTS_DIR  # noqa: E402
+from benchmarks.figures import RESULTS_DIR, write_results  # noqa: E402
 
 
 def peak_gib() -> float:
@@ -73,10 +72,7 @@ def main(argv=None):
       "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, jax {jax.__version__}",
       "hc_dc_ratio_per_layer": d.values("hc_dc_ratio").round(4).tolist(),
   }
-  os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-  with open(args.out, "w") as f:
-    json.dump(result, f, indent=1)
-  print(f"wrote {args.out}")
+  print(f"wrote {write_results(result, args.out)}")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 __all__ = ["DPI", "RESULTS_DIR", "add_results_flags", "new_figure", "png_path",
-           "read_results", "save_next_to"]
+           "read_results", "save_next_to", "write_results"]
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
@@ -78,3 +78,11 @@ def read_results(json_path: str) -> Any:
   """The results a script saved at `json_path` (what `--replot` draws from)."""
   with open(json_path) as f:
     return json.load(f)
+
+
+def write_results(results: Any, json_path: str) -> str:
+  """Writes `results` to `json_path` (its folder made if missing); returns the path."""
+  os.makedirs(os.path.dirname(json_path) or ".", exist_ok=True)
+  with open(json_path, "w") as f:
+    json.dump(results, f, indent=1)
+  return json_path

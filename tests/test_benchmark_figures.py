@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from benchmarks import (eigen_digits, figures, hopfield_digits, hopfield_rank_collapse,
-                        lipsformer_lr_sweep, probe_digits)
+                        lipsformer_lr_sweep, oversmoothing_families, probe_digits)
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -101,3 +101,19 @@ def test_eigen_figure(tmp_path):
   results = dict(steps=10, seed=0,
                  results={name: variant(0.9) for name in ("standard", "minus", "plus")})
   _replot(eigen_digits, results, tmp_path, "eigen_digits")
+
+
+def test_oversmoothing_families_curves_init_and_trained(tmp_path):
+  curve = lambda depth, scale: {m: (scale * 0.9 ** np.arange(depth)).tolist()
+                                for m in oversmoothing_families.METRICS}
+  families = {"ViT": {"layers": 4, "init": curve(4, 1.0), "trained": curve(4, 2.0)},
+              "CaiT": {"layers": 6, "init": curve(6, 0.5), "trained": None}}
+  results = dict(num_images=2, image_size=224, families=families)
+  png = _replot(oversmoothing_families, results, tmp_path, "oversmoothing_families")
+  assert png.endswith("oversmoothing_families.png")
+
+
+def test_every_family_of_the_benchmark_builds_from_its_timm_name():
+  for label, name in oversmoothing_families.FAMILIES.items():
+    model = oversmoothing_families.architecture(name)
+    assert type(model).__name__ in ("ViT", "CaiT", "Swin"), label

@@ -71,7 +71,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                       help="--dataset split (default: test, or validation for imagenet2012)")
   parser.add_argument("--data_dir", default=None, help="TFDS data_dir")
   parser.add_argument("--num_images", type=int, default=64)
-  parser.add_argument("--batch_size", type=int, default=16)
+  parser.add_argument("--batch_size", type=int, default=8,
+                      help="images per forward pass (memory grows with it)")
   parser.add_argument("--metrics", default=None,
                       help="comma-separated metric names (default: all)")
   parser.add_argument("--compare_init", action=argparse.BooleanOptionalAction, default=True,

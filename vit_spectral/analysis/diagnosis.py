@@ -42,7 +42,7 @@ from vit_spectral.models.layouts import holds_blocks, layer_fields, layer_trees
 __all__ = ["Comparison", "DEFAULT_BATCH_SIZE", "Diagnosis", "compare", "diagnose", "layer_means",
            "stage_layer_metrics"]
 
-DEFAULT_BATCH_SIZE = 16
+DEFAULT_BATCH_SIZE = 8
 # Metrics with one value per head (the others have one per layer).
 _PER_HEAD = frozenset(lm.MAP_METRICS)
 
