@@ -84,7 +84,7 @@ def test_analyse_a_timm_weights_file_on_an_image_folder(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("case", ["not_a_workdir", "no_checkpoint", "empty_folder",
-                                  "wrong_weights"])
+                                  "wrong_weights", "big_vision_of_another_size"])
 def test_bad_input_is_one_line(case, tmp_path, capsys):
   if case == "not_a_workdir":
     argv, message = [f"--workdir={tmp_path}"], "is not a trainer workdir: it has no config.json"
@@ -99,6 +99,11 @@ def test_bad_input_is_one_line(case, tmp_path, capsys):
     argv = ["--timm=deit_small_patch16_224", f"--weights={tmp_path / 'w.safetensors'}",
             f"--images={tmp_path / 'images'}"]
     message = "has no readable image: 1 image files, none readable (broken.png)"
+  elif case == "big_vision_of_another_size":
+    fixture = fx.read_fixture("big_vision_scanned_ti16")     # depth 3, not Ti/16's 12
+    np.savez(tmp_path / "w.npz", **fx.fixture_weights(fixture))
+    argv = ["--big_vision=Ti/16", f"--weights={tmp_path / 'w.npz'}"]
+    message = "w.npz is not a Ti/16 checkpoint"
   else:
     fixture = fx.read_fixture("vit_base_patch16_224")
     save_file(fx.fixture_weights(fixture), str(tmp_path / "w.safetensors"))

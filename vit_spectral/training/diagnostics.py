@@ -11,7 +11,7 @@ stages of a hierarchical backbone); each value is a mean over the M images
 
 The metrics are `analysis.diagnose`'s, computed by the same functions
 (`analysis.diagnosis.layer_means`; names and equations in
-`analysis.layer_metrics`): by default LOGGED_METRICS, i.e.
+`analysis.layer_metrics`): by default `logged_metrics()`, i.e.
 
     hc_dc_ratio, hc_proportion, token_cosine_similarity, rank_residual_ratio,
     attention_cosine_similarity, attention_entropy, attention_spectrum_hf_dc
@@ -46,13 +46,20 @@ from vit_spectral.analysis.diagnosis import layer_means
 from vit_spectral.data import input_pipeline
 
 TAG_PREFIX = "diagnostics"
-# What the trainer logs unless config.diagnostics.metrics says otherwise.
-LOGGED_METRICS = ("hc_dc_ratio", "hc_proportion", "token_cosine_similarity",
-                  "rank_residual_ratio", "attention_cosine_similarity", "attention_entropy",
-                  "attention_spectrum_hf_dc", *(
-                      n for n in layer_metrics.known_metric_names()
-                      if n not in layer_metrics.TOKEN_METRICS and n not in layer_metrics.MAP_METRICS
-                      and n != layer_metrics.SPECTRUM))
+# The activation metrics the trainer logs unless config.diagnostics.metrics says
+# otherwise; `logged_metrics()` adds every parameter and declared metric.
+LOGGED_ACTIVATION_METRICS = ("hc_dc_ratio", "hc_proportion", "token_cosine_similarity",
+                             "rank_residual_ratio", "attention_cosine_similarity",
+                             "attention_entropy", "attention_spectrum_hf_dc")
+
+
+def logged_metrics() -> tuple[str, ...]:
+  """The default set: LOGGED_ACTIVATION_METRICS and every parameter or
+  declared metric (`layer_metrics.known_metric_names`, read when called, so a
+  variant registered after import is included)."""
+  activation = (*layer_metrics.TOKEN_METRICS, *layer_metrics.MAP_METRICS, layer_metrics.SPECTRUM)
+  return LOGGED_ACTIVATION_METRICS + tuple(
+      n for n in layer_metrics.known_metric_names() if n not in activation)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,7 +72,7 @@ class DiagnosticsSettings:
     num_images: how many images of the eval split (the first ones) they are
       measured on.
     metrics: the metric names logged (`analysis.layer_metrics`); None =
-      LOGGED_METRICS.
+      `logged_metrics()`.
   """
 
   SECTION = "diagnostics"
@@ -89,7 +96,7 @@ class DiagnosticsSettings:
   @property
   def logged_metrics(self) -> tuple[str, ...]:
     """The metric names the trainer logs."""
-    return LOGGED_METRICS if self.metrics is None else self.metrics
+    return logged_metrics() if self.metrics is None else self.metrics
 
   @property
   def enabled(self) -> bool:
@@ -101,7 +108,7 @@ class DiagnosticsSettings:
 
 
 def layer_diagnostics(model, params: Mapping[str, Any], images,
-                      metrics=LOGGED_METRICS) -> list[dict[str, jax.Array]]:
+                      metrics=None) -> list[dict[str, jax.Array]]:
   """Every logged diagnostic of every layer (pure; `Diagnostics` jits it):
   `analysis.diagnosis.layer_means` on the params.
 
@@ -110,13 +117,14 @@ def layer_diagnostics(model, params: Mapping[str, Any], images,
       backbone) or any module that follows `analysis.protocol`.
     params: its "params" collection.
     images: (M, H, W, C) inputs, run in inference mode.
-    metrics: the metric names.
+    metrics: the metric names; None = `logged_metrics()`.
 
   Returns:
     One dict per layer, in block order: metric name -> () float32 scalar; a
     layer's dict holds only the metrics it has.
   """
-  return layer_means(model, {"params": params}, images, metrics)
+  return layer_means(model, {"params": params}, images,
+                     logged_metrics() if metrics is None else metrics)
 
 
 def scalar_tags(layers: list[Mapping[str, Any]]) -> dict[str, float]:
