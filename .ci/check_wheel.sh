@@ -5,7 +5,8 @@
 # then, from a directory outside the checkout, imports every public module,
 # loads every recipe, builds every registered model (.ci/check_installed.py)
 # and trains a few steps of the digits recipe with the installed
-# `vit-spectral-train` (the recipe ships inside the wheel).
+# `vit-spectral-train` (the recipe ships inside the wheel), then analyses that
+# run with the installed `vit-spectral-analyse`.
 #
 #   bash .ci/check_wheel.sh
 #
@@ -61,3 +62,12 @@ if ! ls "$TMP/workdir" | grep -q .; then
   exit 1
 fi
 elapsed "trained 20 digits steps with the installed vit-spectral-train into $(ls "$TMP/workdir" | tr '\n' ' ')"
+"$TMP/venv/bin/vit-spectral-analyse" --workdir="$TMP/workdir" --num_images=16 \
+    --out="$TMP/analysis" >/dev/null
+for name in diagnosis.csv diagnosis.json layers.png spectrum.png; do
+  if [ ! -s "$TMP/analysis/$name" ]; then
+    echo "vit-spectral-analyse did not write $name to $TMP/analysis" >&2
+    exit 1
+  fi
+done
+elapsed "analysed that run with the installed vit-spectral-analyse: $(ls "$TMP/analysis" | tr '\n' ' ')"
