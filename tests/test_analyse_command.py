@@ -60,7 +60,7 @@ def test_analyse_a_digits_run(digits_run, tmp_path, capsys):
 
 
 def test_analyse_a_timm_weights_file_on_an_image_folder(tmp_path, capsys):
-  fixture = fx.read_fixture("deit_small_patch16_224")
+  fixture = fx.read_fixture("deit_tiny_distilled_patch16_224")   # CLS + dist token
   weights = tmp_path / "deit.safetensors"
   save_file(fx.fixture_weights(fixture), str(weights))
   folder = tmp_path / "images"
@@ -70,7 +70,7 @@ def test_analyse_a_timm_weights_file_on_an_image_folder(tmp_path, capsys):
     Image.fromarray(rng.integers(0, 255, (40 + 10 * k, 50, 3), np.uint8)).save(folder / f"{k}.png")
   (folder / "notes.txt").write_text("not an image")
   out = tmp_path / "out"
-  assert analyse.main(["--timm=deit_small_patch16_224", f"--weights={weights}",
+  assert analyse.main(["--timm=deit_tiny_distilled_patch16_224", f"--weights={weights}",
                        f"--images={folder}", f"--out={out}", "--no-compare_init",
                        "--metrics=hc_dc_ratio,token_cosine_similarity,attention_spectrum"]) == 0
   assert "2 images of" in capsys.readouterr().out
@@ -79,7 +79,7 @@ def test_analyse_a_timm_weights_file_on_an_image_folder(tmp_path, capsys):
   assert set(frame["metric"]) == {"hc_dc_ratio", "token_cosine_similarity"}
   record = json.loads((out / "diagnosis.json").read_text())
   assert record["image_shape"] == [224, 224, 3]
-  assert len(record["models"]["trained"]["layers"][0]["attention_spectrum"][0]) == 197
+  assert len(record["models"]["trained"]["layers"][0]["attention_spectrum"][0]) == 198
   assert (out / "layers.png").stat().st_size > 0 and (out / "spectrum.png").stat().st_size > 0
 
 
