@@ -130,7 +130,7 @@ def _library_layout(intermediates) -> bool:
   return all(holds_blocks(intermediates if n is None else intermediates[n]) for n in names)
 
 
-def _sown_stages(model: nn.Module, intermediates) -> list[tuple[str | None, list[dict]]]:
+def _sown_stages(intermediates) -> list[tuple[str | None, list[dict]]]:
   """[(stage name, per-block sown dicts)]: the layout walker for the library's
   layout (any encoder mode; stage names "stage_<k>", None for one encoder at
   the top), else the protocol's walker (stage = the blocks' parent path)."""
@@ -162,13 +162,14 @@ def _masked_sum(values, valid):
 
 
 def _batch_sums(model, variables, images, valid, *, apply_kwargs, names, fields,
-                per_image: bool = False, keep_maps: bool = False) -> list[list[dict]]:
-  """One batch (pure: jit it): per stage, per layer, {"sums": {metric: sum over
-  the valid images (windows)}, "rows": {metric: their count}}, and the
-  per-image "values" (per_image) and the "maps" (keep_maps). valid: (B,) bool."""
+                per_image: bool = False, keep_maps: bool = False
+                ) -> list[tuple[str | None, list[dict]]]:
+  """One batch (pure: jit it): per stage, (its name, per layer {"sums": {metric:
+  sum over the valid images (windows)}, "rows": {metric: their count}}, and the
+  per-image "values" (per_image) and the "maps" (keep_maps)). valid: (B,) bool."""
   _, state = model.apply(variables, images, mutable=["intermediates"], **apply_kwargs)
   stages = []
-  for s, (name, layers) in enumerate(_sown_stages(model, state.get("intermediates", {}))):
+  for s, (name, layers) in enumerate(_sown_stages(state.get("intermediates", {}))):
     where = "block" if name is None else f"{name}: block"
     metrics = stage_layer_metrics(layers, names, where)
     out = []
@@ -183,7 +184,7 @@ def _batch_sums(model, variables, images, valid, *, apply_kwargs, names, fields,
       if keep_maps:
         entry["maps"] = map_groups(layer)
       out.append(entry)
-    stages.append(out)
+    stages.append((name, out))
   return stages
 
 
@@ -217,14 +218,12 @@ def layer_means(model: nn.Module, variables: Mapping[str, Any], images,
   inputs = {k: v for k, v in variables.items() if k != "intermediates"}
   fields = _library_fields(model)
   valid = jnp.ones(images.shape[0], bool)
-  shapes = jax.eval_shape(lambda v, x: model.apply(v, x, mutable=["intermediates"],
-                                                   **apply_kwargs)[1], inputs, images)
-  stage_names = [n for n, _ in _sown_stages(model, shapes.get("intermediates", {}))]
   stages = _batch_sums(model, inputs, images, valid, apply_kwargs=apply_kwargs, names=names,
                        fields=fields)
-  parameters = _parameter_metrics(inputs.get("params"), names, fields, stage_names)
+  parameters = _parameter_metrics(inputs.get("params"), names, fields,
+                                  [name for name, _ in stages])
   out = []
-  for s, stage in enumerate(stages):
+  for s, (_, stage) in enumerate(stages):
     for i, entry in enumerate(stage):
       means = {k: (v / entry["rows"][k]).mean() for k, v in entry["sums"].items()
                if k.split("/")[-1] != lm.SPECTRUM}
@@ -235,10 +234,11 @@ def layer_means(model: nn.Module, variables: Mapping[str, Any], images,
 
 
 def _batch_function(model, apply_kwargs, names, fields, per_image: bool, keep_maps: bool):
-  """`_batch_sums` jitted for one model and set of arguments."""
-  return jax.jit(lambda variables, images, valid: _batch_sums(
+  """`_batch_sums` jitted for one model and set of arguments (the arrays only:
+  `_stage_names` gives the names)."""
+  return jax.jit(lambda variables, images, valid: [entries for _, entries in _batch_sums(
       model, variables, images, valid, apply_kwargs=apply_kwargs, names=names, fields=fields,
-      per_image=per_image, keep_maps=keep_maps))
+      per_image=per_image, keep_maps=keep_maps)])
 
 
 @dataclasses.dataclass
@@ -279,7 +279,7 @@ def _stage_names(compiled: _Compiled, inputs, images, apply_kwargs) -> tuple[str
     sown = jax.eval_shape(lambda v, x: model.apply(v, x, mutable=["intermediates"],
                                                    **apply_kwargs)[1], inputs, images[:1])
     compiled.stage_names[shape] = tuple(name for name, _ in
-                                        _sown_stages(model, sown.get("intermediates", {})))
+                                        _sown_stages(sown.get("intermediates", {})))
   return compiled.stage_names[shape]
 
 

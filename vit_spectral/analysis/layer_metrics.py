@@ -41,6 +41,7 @@ import jax.numpy as jnp
 from vit_spectral.analysis.attention_spectrum import attention_spectrum
 from vit_spectral.analysis.eigen import asymmetry, condition_number, h_matrix
 from vit_spectral.analysis.frequency import hc_dc_ratio, hc_proportion
+from vit_spectral.analysis.protocol import OUTPUT_KEY
 from vit_spectral.analysis.rank import attention_entropy, rank_residual_ratio
 from vit_spectral.analysis.similarity import attention_cosine_similarity, token_cosine_similarity
 from vit_spectral.attention.registry import get_attention, registered_attentions
@@ -145,7 +146,7 @@ def declared_sown_metrics(layer: Mapping[str, Any], attention_name: str) -> dict
     key = f"{ATTENTION_MODULE}/{sown}"
     if key in layer:
       value = jnp.asarray(layer[key]).astype(jnp.float32)
-      batch = layer["block_output"].shape[0]
+      batch = layer[OUTPUT_KEY].shape[0]
       out[name] = (value.reshape(batch, -1).mean(axis=1) if value.size % batch == 0
                    and value.ndim else jnp.broadcast_to(value.mean(), (batch,)))
   return out

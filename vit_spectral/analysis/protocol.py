@@ -42,20 +42,19 @@ from __future__ import annotations
 
 import functools
 import inspect
-import re
 from typing import Any, Callable, Mapping
 
 import flax.linen as nn
 import jax
+
+from vit_spectral.models.intermediates import flatten_sown, natural_key
 
 OUTPUT_KEY = "block_output"
 MAP_NAME = "attention_weights"
 ATTENTION_KEY = f"attention/{MAP_NAME}"   # the library block's map: its "attention" module
 
 __all__ = ["ATTENTION_KEY", "MAP_NAME", "OUTPUT_KEY", "default_apply_kwargs", "diagnosable",
-           "flatten_sown", "map_groups", "protocol_blocks", "sow_attention"]
-
-_NUMBER = re.compile(r"(\d+)")
+           "map_groups", "protocol_blocks", "sow_attention"]
 # Inference-mode arguments `default_apply_kwargs` recognises, in order.
 _INFERENCE_ARGUMENTS = (("train", False), ("training", False), ("deterministic", True))
 
@@ -99,21 +98,7 @@ def default_apply_kwargs(model: nn.Module) -> dict[str, Any]:
 
 
 def _natural(path: tuple[str, ...]) -> list:
-  return [[int(p) if p.isdigit() else p for p in _NUMBER.split(str(part))] for part in path]
-
-
-def flatten_sown(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-  """Nested sown dict -> {"a/b/c": array}; flax's 1-tuples are unwrapped."""
-  out = {}
-  for key, value in tree.items():
-    path = f"{prefix}/{key}" if prefix else str(key)
-    if isinstance(value, Mapping):
-      out.update(flatten_sown(value, path))
-    elif isinstance(value, tuple):
-      out[path] = value[0] if len(value) == 1 else value
-    else:
-      out[path] = value
-  return out
+  return [natural_key(part) for part in path]
 
 
 def _block_scopes(tree: Mapping[str, Any], path: tuple[str, ...] = ()

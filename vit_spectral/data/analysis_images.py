@@ -53,6 +53,8 @@ class EvalTransform:
 
     from vit_spectral.data import preprocessing
 
+    mean = np.broadcast_to(np.asarray(self.mean, np.float32), (self.channels,))
+    std = np.broadcast_to(np.asarray(self.std, np.float32), (self.channels,))
     out = []
     for image in images:
       image = tf.constant(_with_channels(np.asarray(image), self.channels))
@@ -62,8 +64,6 @@ class EvalTransform:
       else:
         image = preprocessing.resize_center_crop(image, self.size, self.crop_fraction,
                                                  self.method)
-      mean = np.broadcast_to(np.asarray(self.mean, np.float32), (self.channels,))
-      std = np.broadcast_to(np.asarray(self.std, np.float32), (self.channels,))
       out.append(preprocessing.normalize(image, mean, std).numpy())
     return np.stack(out).astype(np.float32)
 

@@ -22,18 +22,18 @@ import jax
 
 from vit_spectral.models.layouts import layer_trees
 
-__all__ = ["per_layer", "per_stage", "stage_names"]
+__all__ = ["flatten_sown", "natural_key", "per_layer", "per_stage", "stage_names"]
 
 _NUMBER = re.compile(r"(\d+)")
 
 
-def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+def flatten_sown(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
   """Nested dict -> {"a/b/c": leaf}; sown values are 1-tuples, unwrapped here."""
   out = {}
   for key, value in tree.items():
-    path = f"{prefix}/{key}" if prefix else key
+    path = f"{prefix}/{key}" if prefix else str(key)
     if isinstance(value, Mapping):
-      out.update(_flatten(value, path))
+      out.update(flatten_sown(value, path))
     elif isinstance(value, tuple):
       out[path] = value[0] if len(value) == 1 else value
     else:
@@ -55,11 +55,13 @@ def per_layer(intermediates: Mapping[str, Any]) -> list[dict[str, jax.Array]]:
   if "encoder" not in intermediates:
     raise KeyError("no 'encoder' in the intermediates: run the model with "
                    "mutable=['intermediates']")
-  return [_flatten(layer) for layer in layer_trees(intermediates)]
+  return [flatten_sown(layer) for layer in layer_trees(intermediates)]
 
 
-def _natural(key: str) -> list:
-  return [int(part) if part.isdigit() else part for part in _NUMBER.split(key)]
+def natural_key(key: str) -> list:
+  """Sort key that orders the numbers inside names numerically (block_2 before
+  block_10)."""
+  return [int(part) if part.isdigit() else part for part in _NUMBER.split(str(key))]
 
 
 def stage_names(tree: Mapping[str, Any]) -> list[str | None]:
@@ -75,7 +77,7 @@ def stage_names(tree: Mapping[str, Any]) -> list[str | None]:
   if "encoder" in tree:
     return [None]
   names = sorted((k for k, v in tree.items() if isinstance(v, Mapping) and "encoder" in v),
-                 key=_natural)
+                 key=natural_key)
   if not names:
     raise KeyError(f"no 'encoder' in the tree nor in any of its children {sorted(tree)}: "
                    "run the model with mutable=['intermediates'] and pass that collection")
