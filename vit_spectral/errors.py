@@ -42,3 +42,17 @@ class WeightsMismatchError(RunError, ValueError):
   """Pretrained weights do not fit the model (`models.pretrained`): the
   message names the first tensor whose name or shape does not fit; nothing
   was loaded."""
+
+
+class RunPreempted(RunError):
+  """SIGTERM or SIGINT stopped the run at a step all processes agreed on,
+  after saving that step (`training.preemption`): not a failure. The command
+  line exits with `preemption.PREEMPTED_EXIT_CODE`; the same command resumes.
+
+  Attributes:
+    step: the step saved and stopped at.
+  """
+
+  def __init__(self, message: str, step: int):
+    super().__init__(message)
+    self.step = step

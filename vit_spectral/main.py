@@ -30,6 +30,12 @@ a value of the wrong type) is one line, exit code 2; a run that fails for a
 reason it can name (`errors.RunError`: an invalid field, a data set not
 prepared, a workdir in use, ...) is `error: <message>`, exit code 1, with the
 traceback in the workdir's log file once the run holds the workdir.
+
+Stops: SIGTERM (preemption, maintenance) or SIGINT (Ctrl-C) during training
+finishes the step in flight, saves it (all processes agree on the step) and
+exits with code 75 (`training.preemption.PREEMPTED_EXIT_CODE`) after one line,
+"stopped at step N on SIGTERM: its checkpoint is saved; resume with the same
+command"; the launchers rerun the command on that code.
 """
 
 from __future__ import annotations
@@ -469,6 +475,9 @@ def train(config, workdir: str, dry_run: bool = False, target: str | None = None
       return
     metrics = trainer.train_and_evaluate(config, workdir)
     logging.info("final: %s", metrics)
+  except errors.RunPreempted as stop:  # saved: the launchers rerun on this code
+    from vit_spectral.training import preemption  # pylint: disable=import-outside-toplevel
+    _exit_now(str(stop), preemption.PREEMPTED_EXIT_CODE)
   except Exception as error:  # pylint: disable=broad-except
     message = failure_message(error)
     if message is None:

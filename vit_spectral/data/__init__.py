@@ -16,6 +16,7 @@ from vit_spectral.data.input_pipeline import (
     get_builder,
     planned_meta,
     stream_start,
+    stream_start_at,
     train_split,
 )
 from vit_spectral.data.statistics import (
@@ -50,5 +51,6 @@ __all__ = [
     "input_settings",
     "planned_meta",
     "stream_start",
+    "stream_start_at",
     "train_split",
 ]

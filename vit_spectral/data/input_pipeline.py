@@ -209,11 +209,12 @@ def get_builder(
 # ---------------------------------------------------------------------------
 
 
-def _local_batch_size(global_size: int, process_count: int, field: str) -> int:
+def _local_batch_size(global_size: int, process_count: int, field: str,
+                      what: str = "process count") -> int:
   if global_size % process_count:
     raise ValueError(
-        f"config.input.{field}={global_size} must be a multiple of the process "
-        f"count ({process_count})."
+        f"config.input.{field}={global_size} must be a multiple of the {what} "
+        f"({process_count})."
     )
   return global_size // process_count
 
@@ -449,11 +450,20 @@ def stream_start(start_step: int, local_batch: int, records_per_epoch: int,
   """The StreamStart after `start_step` batches of `local_batch` examples."""
   if start_step < 0:
     raise ValueError(f"start_step={start_step} must be >= 0.")
-  if min(local_batch, records_per_epoch, repeats) < 1:
+  if local_batch < 1:
+    raise ValueError(f"local_batch={local_batch} must be >= 1.")
+  return stream_start_at(start_step * local_batch, records_per_epoch, repeats)
+
+
+def stream_start_at(first_example: int, records_per_epoch: int,
+                    repeats: int = 1) -> StreamStart:
+  """The StreamStart after `first_example` examples of the stream (any count:
+  a position converted from another batch size need not end a batch)."""
+  if first_example < 0:
+    raise ValueError(f"first_example={first_example} must be >= 0.")
+  if min(records_per_epoch, repeats) < 1:
     raise ValueError(
-        f"local_batch={local_batch}, records_per_epoch={records_per_epoch} and "
-        f"repeats={repeats} must be >= 1.")
-  first_example = start_step * local_batch
+        f"records_per_epoch={records_per_epoch} and repeats={repeats} must be >= 1.")
   examples_per_epoch = records_per_epoch * repeats
   start_epoch, offset = divmod(first_example, examples_per_epoch)
   # Within the start epoch: whole records to skip, then copies of the next.
@@ -495,7 +505,7 @@ def _epochs(records: tf.data.Dataset, start: StreamStart, repeats: int,
 
 def _train_preprocess(cfg: InputSettings, builder: tfds.core.DatasetBuilder,
                       channels: int, augment_key: tf.Tensor):
-  """`preprocess(g, (image_bytes, label))` for example number g: decode, crop,
+  """`preprocess(g, (image_bytes, label[, id]))` for example number g: decode, crop,
   flip, RandAugment, normalise, erase, each from a seed derived from
   (augment_key, g), so the same g gets the same augmentation on any run."""
   size = cfg.image_size
@@ -503,7 +513,7 @@ def _train_preprocess(cfg: InputSettings, builder: tfds.core.DatasetBuilder,
   shape = (size, size, channels)
 
   def preprocess(g, record):
-    image_bytes, label = record
+    image_bytes, label = record[:2]
     example_seed = tf.random.experimental.stateless_fold_in(augment_key, g)
     crop_seed, flip_seed = tf.unstack(
         tf.random.experimental.stateless_split(example_seed, 2)
@@ -533,7 +543,10 @@ def _train_preprocess(cfg: InputSettings, builder: tfds.core.DatasetBuilder,
           image, cfg.random_erasing,
           tf.random.experimental.stateless_fold_in(example_seed, _ERASING_OP))
     image = tf.ensure_shape(image, shape)
-    return {"image": image, "label": tf.cast(label, tf.int32)}
+    example = {"image": image, "label": tf.cast(label, tf.int32)}
+    if len(record) == 3:  # with_ids: the record's index in the split
+      example["id"] = record[2]
+    return example
 
   return preprocess
 
@@ -545,27 +558,44 @@ def create_train_dataset(
     start_step: int = 0,
     process_index: int | None = None,
     process_count: int | None = None,
+    stream_shards: int | None = None,
+    start_example: int | None = None,
+    rows: tuple[int, int] | None = None,
+    with_ids: bool = False,
 ) -> tf.data.Dataset:
-  """Infinite, deterministic, resumable training stream for this process.
+  """Infinite, deterministic, resumable training stream: this process's rows
+  of every global batch.
 
-  Design. This process reads its own slice of `cfg.train_split`
-  (`tfds.split_for_jax_process`) as undecoded records in a fixed order. Epoch
-  e is that slice shuffled with a buffer of `cfg.shuffle_buffer` and a seed
-  derived statelessly from (seed, process_index, e); epochs are chained with
-  `Dataset.counter(start_epoch).flat_map(...)` (`_epochs`). Example number g
-  of the stream (g counts from 0 at step 0, across epochs) is decoded and
-  augmented with a stateless seed derived from (seed, process_index, g)
-  (`_train_preprocess`). Batches are formed with drop_remainder=True over the
-  chained stream, so a batch may straddle an epoch boundary and no example is
-  ever dropped.
+  The global stream. The global batch of B = `cfg.batch_size` examples is
+  drawn from S = `stream_shards` shard streams (default: the process count,
+  the layout of every run before elastic resume existed), b = B / S
+  consecutive examples from each, shard s on rows [s·b, (s+1)·b). Shard s is
+  slice s of S of `cfg.train_split` (`tfds.split_for_jax_process`), read as
+  undecoded records in a fixed order. Its epoch e is that slice shuffled with
+  a buffer of `cfg.shuffle_buffer` and a seed derived statelessly from (seed,
+  s, e); epochs are chained with `Dataset.counter(start_epoch).flat_map(...)`
+  (`_epochs`). Example number g of the shard stream (g counts from 0 across
+  epochs) is decoded and augmented with a stateless seed derived from (seed,
+  s, g) (`_train_preprocess`). Batches run across epoch boundaries, so no
+  example is ever dropped.
 
-  Resume. With N examples in this process's slice and B the local batch,
-  `start_step=k` starts at epoch (k*B) // N, skips the first (k*B) % N
-  shuffled records of that epoch and numbers examples from g = k*B, giving
-  exactly the stream of `start_step=0` without its first k batches
-  (`stream_start`). The skip happens before decoding: resuming reads at most
-  one epoch of raw (encoded) records, plus the shuffle buffer fill, and
-  decodes nothing extra.
+  So the global batch of a step is a function of (data set, seed, S, B,
+  position) alone. The process and device counts decide only which rows
+  each process reads: `rows` = [start, stop) of the global batch (default:
+  this process's equal share, [p·B/P, (p+1)·B/P)). A process reads the shard
+  streams its rows touch; rows of a shard it does not take whole are picked
+  before decoding, so nothing is decoded twice. With S = P (the default) each
+  process reads exactly its own slice, as before. This is what lets a run
+  move between process counts with the examples it would have seen
+  (`training.stream_state`).
+
+  Resume. `start_example` = E examples already consumed from each shard
+  stream (default `start_step` · b). The stream starts at epoch E // N (N
+  examples in the shard), skips the first E % N shuffled records of that
+  epoch and numbers examples from g = E, giving exactly the stream of
+  `start_example=0` without its first E examples (`stream_start_at`). The
+  skip happens before decoding: resuming reads at most one epoch of raw
+  (encoded) records, plus the shuffle buffer fill, and decodes nothing extra.
 
   Recipe options (each off by default). After crop and flip: RandAugment
   (`randaugment.randaugment`, fill = cfg.mean); after normalisation: random
@@ -573,7 +603,7 @@ def create_train_dataset(
   exactly too. Repeated augmentation (Hoffer et al., 2020; DeiT's RASampler)
   with r = repeated_augment puts r consecutive copies of each shuffled record
   in the stream (each its own g, so its own augmentation): an epoch of the
-  stream is then r*N examples and the resume arithmetic above runs over
+  stream is then r·N examples and the resume arithmetic above runs over
   those. `train_fraction` restricts the split first (`train_split`).
 
   Caveat: tf.data combines the shuffle seed with TF's global seed, so the
@@ -583,45 +613,90 @@ def create_train_dataset(
   Args:
     cfg: `config.input` (InputSettings or its ConfigDict).
     seed: data seed; same seed, same stream.
-    start_step: number of batches already consumed.
+    start_step: number of global batches already consumed (ignored when
+      `start_example` is given).
     process_index: this process; defaults to jax.process_index().
     process_count: number of processes; defaults to jax.process_count().
+    stream_shards: S, the number of shard streams (default process_count);
+      must divide the batch size.
+    start_example: examples already consumed from each shard stream.
+    rows: the [start, stop) rows of the global batch this process reads
+      (default its equal share).
+    with_ids: also yield "id": int32 (rows,), each example's index in the
+      train split (for checks that runs see the same examples).
 
   Returns:
-    A tf.data.Dataset yielding {"image": float32 (B, H, W, C),
-    "label": int32 (B,)} forever, B = cfg.batch_size // process_count,
-    H = W = cfg.image_size.
+    A tf.data.Dataset yielding {"image": float32 (R, H, W, C),
+    "label": int32 (R,)} forever, R = stop - start rows (B / process_count
+    by default), H = W = cfg.image_size.
   """
   cfg = input_settings(cfg)
   process_index, process_count = _process_info(process_index, process_count)
-  local_batch = _local_batch_size(cfg.batch_size, process_count, "batch_size")
+  shards = process_count if stream_shards is None else stream_shards
+  if not isinstance(shards, int) or shards < 1:
+    raise ValueError(f"stream_shards={shards!r} must be a positive integer.")
+  per_shard = _local_batch_size(cfg.batch_size, shards, "batch_size", "stream shards")
+  if rows is None:
+    local = _local_batch_size(cfg.batch_size, process_count, "batch_size")
+    rows = (process_index * local, (process_index + 1) * local)
+  if not 0 <= rows[0] < rows[1] <= cfg.batch_size:
+    raise ValueError(f"rows={tuple(rows)} must be a non-empty range within the "
+                     f"global batch [0, {cfg.batch_size}).")
+  if start_example is None:
+    if start_step < 0:
+      raise ValueError(f"start_step={start_step} must be >= 0.")
+    start_example = start_step * per_shard
   builder = get_builder(cfg.dataset, cfg.data_dir, cfg.download)
   channels = _channels(builder)
   _check_normalization(cfg, channels)
   if cfg.train_augment in ("none", "pad_crop"):
     _check_native_size(builder, cfg.image_size, "train_augment", cfg.train_augment)
 
-  split = tfds.split_for_jax_process(
-      train_split(cfg, builder), process_index=process_index,
-      process_count=process_count
-  )
-  records = _read_records(builder, split)
+  split = train_split(cfg, builder)
+  parts = []
+  for shard in range(shards):
+    first, stop = max(rows[0], shard * per_shard), min(rows[1], (shard + 1) * per_shard)
+    if first < stop:
+      parts.append(_shard_stream(
+          cfg, builder, channels, split, seed, shard, shards, start_example, per_shard,
+          (first - shard * per_shard, stop - shard * per_shard), with_ids))
+  ds = parts[0] if len(parts) == 1 else tf.data.Dataset.zip(tuple(parts)).map(
+      lambda *batches: {k: tf.concat([b[k] for b in batches], 0) for k in batches[0]})
+  ds = ds.prefetch(tf.data.AUTOTUNE)
+  return ds.with_options(_options())
+
+
+def _shard_stream(cfg: InputSettings, builder: tfds.core.DatasetBuilder, channels: int,
+                  split: str, seed: int, shard: int, shards: int, start_example: int,
+                  per_shard: int, rows: tuple[int, int], with_ids: bool) -> tf.data.Dataset:
+  """Batches of rows [rows[0], rows[1]) of shard `shard`'s b = `per_shard`
+  examples per global batch, from example `start_example` of its stream
+  (`create_train_dataset`)."""
+  shard_split = tfds.split_for_jax_process(split, process_index=shard,
+                                           process_count=shards)
+  records = _read_records(builder, shard_split)
   num_local = _num_examples(
-      records, f"config.input.train_split={cfg.train_split!r} slice "
-      f"{process_index}/{process_count}"
-  )
-  start = stream_start(start_step, local_batch, num_local, cfg.repeated_augment)
+      records, f"config.input.train_split={cfg.train_split!r} slice {shard}/{shards}")
+  if with_ids:  # the record's index in the split: the slices before, then its own
+    offset = sum(_num_examples(_read_records(builder, tfds.split_for_jax_process(
+        split, process_index=other, process_count=shards)), "slice")
+                 for other in range(shard))
+    records = records.enumerate(start=offset).map(
+        lambda i, record: (*record, tf.cast(i, tf.int32)))
+  start = stream_start_at(start_example, num_local, cfg.repeated_augment)
   ds = _epochs(records, start, cfg.repeated_augment, cfg.shuffle_buffer,
-               _seed_key(seed, _SHUFFLE_STREAM, process_index))
+               _seed_key(seed, _SHUFFLE_STREAM, shard))
   ds = ds.enumerate(start=start.first_example)
+  if rows != (0, per_shard):  # part of each batch: picked before decoding
+    first, stop = rows
+    ds = ds.filter(lambda g, record: tf.logical_and(
+        (g - start_example) % per_shard >= first, (g - start_example) % per_shard < stop))
   preprocess = _train_preprocess(
-      cfg, builder, channels, _seed_key(seed, _AUGMENT_STREAM, process_index))
+      cfg, builder, channels, _seed_key(seed, _AUGMENT_STREAM, shard))
   ds = ds.map(
       preprocess, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
   )
-  ds = ds.batch(local_batch, drop_remainder=True)
-  ds = ds.prefetch(tf.data.AUTOTUNE)
-  return ds.with_options(_options())
+  return ds.batch(rows[1] - rows[0], drop_remainder=True)
 
 
 def _eval_preprocess(cfg: InputSettings, builder: tfds.core.DatasetBuilder,

@@ -75,6 +75,11 @@ class InputSettings:
       to the devices ahead of the step (`training.device_prefetch`), >= 0;
       0 = each batch is transferred when its step asks for it. Changes
       neither the stream nor its order.
+    stream_shards: the shard streams each global batch is drawn from
+      (`input_pipeline.create_train_dataset`); None = the process count of
+      the run that starts the workdir. Fixed for the workdir's life (saved
+      with its checkpoints): a resume on another process or device count
+      sees the same examples. Must divide batch_size.
   """
 
   SECTION = "input"
@@ -104,6 +109,7 @@ class InputSettings:
   repeated_augment: int = 1
   train_fraction: float = 1.0
   device_prefetch: int = 2
+  stream_shards: int | None = None
 
   def __post_init__(self):
     if self.eval_batch_size is None:
@@ -144,6 +150,12 @@ class InputSettings:
             "one way")
     randaugment.check_settings(self.randaugment_layers, self.randaugment_magnitude,
                                self.randaugment_magnitude_std, self.randaugment_ops)
+    if self.stream_shards is not None:
+      settings_lib.check_range(self.stream_shards, _field("stream_shards"), 1)
+      require(self.batch_size % self.stream_shards == 0,
+              f"{_field('batch_size')}={self.batch_size} must be a multiple of "
+              f"{_field('stream_shards')}={self.stream_shards} (each global batch takes "
+              "batch_size / stream_shards examples from each shard stream)")
 
 
 def input_settings(section: Any) -> InputSettings:

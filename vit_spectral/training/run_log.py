@@ -25,6 +25,8 @@ from typing import Any, Callable, Iterator
 import jax
 from absl import logging
 
+from vit_spectral import errors
+
 
 def log_path(workdir: str) -> str:
   """Where this process's log of a run in `workdir` goes."""
@@ -93,6 +95,9 @@ def to_file(workdir: str) -> Iterator[str]:
   logging.info("run log: %s; command: %s", path, " ".join(sys.argv))
   try:
     yield path
+  except errors.RunPreempted as e:  # a stop by signal, saved: not a failure
+    logging.info("the run stopped: %s", e)
+    raise
   except BaseException as e:
     # To the file only: the terminal gets the command line's one message.
     handler.handle(root.makeRecord(

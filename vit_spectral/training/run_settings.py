@@ -26,6 +26,9 @@ from vit_spectral.training.robustness import RobustnessSettings
 from vit_spectral.training.sharding import MeshSettings
 
 
+ON_NONFINITE = ("stop", "rollback")  # config.on_nonfinite
+
+
 @dataclasses.dataclass(frozen=True)
 class RunSettings:
   """The top-level fields of a training config.
@@ -50,6 +53,19 @@ class RunSettings:
       trailing dimensions) pairs (`training.sharding`); None (default) =
       `sharding.tensor_parallel_rules()`, derived from the registered
       attention variants' declarations when the shardings are made.
+    on_nonfinite: what a non-finite training loss or gradient norm does:
+      "stop" (the run stops with one message; a rerun resumes from the last
+      checkpoint) or "rollback" (the run restores the newest checkpoint,
+      skips batches of the stream and goes on; `trainer`).
+    rollback_skip_batches: with "rollback", the global batches skipped after
+      the restored checkpoint: at least this many, and always through the
+      batch of the step that failed (PaLM, Chowdhery et al. 2022, §5.1,
+      skipped 200-500 batches).
+    max_rollbacks: with "rollback", the run gives up (stops as with "stop")
+      at the non-finite step after this many rollbacks.
+    allow_batch_size_change: a resume with another `input.batch_size` than
+      the checkpoint's goes on at the first example not yet seen (the
+      stream's position converted in examples) instead of being refused.
   """
 
   SECTION = "config"
@@ -67,6 +83,10 @@ class RunSettings:
   label_smoothing: float = 0.0
   ema_decay: float = 0.0
   sharding_rules: tuple[tuple[str, tuple[str | None, ...]], ...] | None = None
+  on_nonfinite: str = "stop"
+  rollback_skip_batches: int = 100
+  max_rollbacks: int = 3
+  allow_batch_size_change: bool = False
 
   def __post_init__(self):
     # 0 unsets an epochs cadence: a flag cannot write None into a float field,
@@ -104,6 +124,11 @@ class RunSettings:
     settings_lib.check_range(self.label_smoothing, "config.label_smoothing", 0, 1,
                              high_open=True)
     settings_lib.check_range(self.ema_decay, "config.ema_decay", 0, 1, high_open=True)
+    settings_lib.check_choice(self.on_nonfinite, ON_NONFINITE, "config.on_nonfinite")
+    settings_lib.require(self.rollback_skip_batches >= 1, "config.rollback_skip_batches="
+                         f"{self.rollback_skip_batches} must be at least 1")
+    settings_lib.require(self.max_rollbacks >= 1, f"config.max_rollbacks="
+                         f"{self.max_rollbacks} must be at least 1")
 
   @property
   def uses_ema(self) -> bool:

@@ -40,7 +40,7 @@ from jax.experimental import multihost_utils
 
 from vit_spectral.training import checkpointing, config_checks, optim, sharding, steps
 from vit_spectral.training import durations, init_from, mixing, resume, robustness, run_log
-from vit_spectral.training import device_prefetch, diagnostics
+from vit_spectral.training import device_prefetch, diagnostics, preemption, stream_state
 from vit_spectral.training import workdir_lock
 from vit_spectral import errors
 from vit_spectral.data import input_pipeline
@@ -55,7 +55,11 @@ _MIX_STREAM = 3
 
 
 class NonFiniteLossError(FloatingPointError):
-  """The training loss became NaN or Inf."""
+  """The training loss or gradient norm became NaN or Inf at `step`."""
+
+  def __init__(self, message: str, step: int):
+    super().__init__(message)
+    self.step = step
 
 
 def total_train_steps(config, num_train_examples: int) -> int:
@@ -64,13 +68,16 @@ def total_train_steps(config, num_train_examples: int) -> int:
                                num_train_examples)
 
 
-def _check_finite(step: int, loss: Any, last_checkpoint: int | None) -> None:
-  value = float(loss)
-  if not np.isfinite(value):
+def _check_finite(step: int, values: Any, last_checkpoint: int | None) -> None:
+  """Raises NonFiniteLossError when the loss or the gradient norm of `step`
+  (`values`: (loss, grad_norm), device scalars) is NaN or Inf."""
+  loss, grad_norm = (float(v) for v in values)
+  if not (np.isfinite(loss) and np.isfinite(grad_norm)):
     raise NonFiniteLossError(
-        f"training loss is {value} at step {step}; the last checkpoint is at step "
-        f"{last_checkpoint}. Lower optim.learning_rate, add warmup or clipping "
-        f"(optim.grad_clip_norm), then rerun: it resumes from that checkpoint.")
+        f"training loss is {loss} (gradient norm {grad_norm}) at step {step}; the last "
+        f"checkpoint is at step {last_checkpoint}. Lower optim.learning_rate, add warmup "
+        f"or clipping (optim.grad_clip_norm), or set config.on_nonfinite='rollback', "
+        f"then rerun: it resumes from that checkpoint.", step=step)
 
 
 def evaluate(eval_step, params, input_config, mesh, *,
@@ -279,8 +286,10 @@ def set_up(config, devices=None,
   return RunSetup(sections, mesh, meta, run, steps_on_mesh)
 
 
-def train_and_evaluate(config, workdir: str) -> dict[str, float]:
-  """Trains `config` in `workdir` (resuming if it holds a checkpoint).
+def train_and_evaluate(config, workdir: str, devices=None) -> dict[str, float]:
+  """Trains `config` in `workdir` (resuming if it holds a checkpoint) on
+  `devices` (default: all; a resume may use other devices than the run it
+  resumes, `stream_state`).
 
   Order of business: everything that can be checked without the workdir
   (config, mesh, data set, durations: `set_up`), then the workdir's lock (one
@@ -295,9 +304,13 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
     errors.RunError: a failure with a message meant for the user (invalid
       config, data set not prepared, workdir locked, a resume config that does
       not fit, no readable checkpoint, a checkpoint that could not be saved).
+    errors.RunPreempted: SIGTERM or SIGINT stopped the run after saving the
+      step all processes agreed on (`preemption`).
+    NonFiniteLossError: a non-finite loss with `config.on_nonfinite="stop"`,
+      or after `config.max_rollbacks` rollbacks.
   """
   workdir_lock.check_not_held(workdir)  # a second run stops here, in seconds
-  setup = set_up(config)
+  setup = set_up(config, devices)
   # Leaving, in this order: a checkpoint save still in flight completes, the
   # log file gets any traceback, the lock is released.
   with workdir_lock.hold(workdir), run_log.to_file(workdir), contextlib.ExitStack() as leaving:
@@ -319,21 +332,25 @@ def _train(config, setup: RunSetup, workdir: str,
   num_params = count_params(abstract_state.params)
   logging.info("model: %d parameters", num_params)
 
+  # SIGTERM/SIGINT from here on: the loop saves an agreed step and stops.
+  signals = leaving.enter_context(preemption.StopSignals())
   # Restore the newest readable checkpoint (one whose structure fits this
-  # config), or initialise.
+  # config) and where its stream stood, or initialise.
   previous_config = resume.previous_config(workdir)
   ckpt = leaving.enter_context(checkpointing.Checkpointer(
       os.path.join(workdir, "checkpoints"), save_every=run.checkpoint_every,
       keep=run.keep_checkpoints, async_save=run.async_checkpointing))
-  state, latest = ckpt.restore_latest(
-      abstract_state, state_sharding,
+  restore = functools.partial(
+      _restore_or_initialise, ckpt, jitted, sections, run,
       check=functools.partial(resume.check_structure, abstract_state=abstract_state,
                               config=config, previous_config=previous_config))
-  if latest is not None:  # never init_from: the run's own progress wins
-    logging.info("resumed from the checkpoint at step %d", latest)
-  else:
-    state = initial_state(sections.init_from, jitted)
+  state, stream = restore()
   start_step = int(state.step)
+  if start_step:  # never init_from: the run's own progress wins
+    logging.info("resumed from the checkpoint at step %d (stream at example %d of each "
+                 "of its %d shards)", start_step, stream.examples, stream.shards)
+  # The rows of every global batch this process reads (its devices' rows).
+  rows = stream_state.process_rows(sharding.batch_sharding(mesh), input_config.batch_size)
   # The workdir records the config once it has passed every check and run a
   # step (an out-of-memory first step must not replace config.json).
   record_config = functools.partial(resume.record_config, config, workdir, previous_config,
@@ -341,13 +358,18 @@ def _train(config, setup: RunSetup, workdir: str,
   writer = metric_writers.create_default_writer(
       workdir, just_logging=jax.process_index() > 0)
 
-  # The batches of steps start_step + 1 ... total_steps, each on the devices
-  # `input.device_prefetch` steps before its step (none read past the last).
-  train_iter = device_prefetch.prefetch_to_device(
-      itertools.islice(input_pipeline.create_train_dataset(
-          input_config, seed=run.seed, start_step=start_step).as_numpy_iterator(),
-          max(total_steps - start_step, 0)),
-      mesh, input_config.device_prefetch)
+  def batches_after(step: int, position: stream_state.StreamState):
+    """The batches of steps step + 1 ... total_steps from `position`, each on
+    the devices `input.device_prefetch` steps before its step (none read
+    past the last)."""
+    return device_prefetch.prefetch_to_device(
+        itertools.islice(input_pipeline.create_train_dataset(
+            input_config, seed=run.seed, stream_shards=position.shards,
+            start_example=position.examples, rows=rows).as_numpy_iterator(),
+            max(total_steps - step, 0)),
+        mesh, input_config.device_prefetch)
+
+  train_iter = batches_after(start_step, stream)
   report = periodic_actions.ReportProgress(num_train_steps=total_steps, writer=writer)
   if start_step == 0:
     writer.write_hparams({"num_params": num_params, "total_steps": total_steps})
@@ -359,49 +381,68 @@ def _train(config, setup: RunSetup, workdir: str,
       writer.write_scalars(0, diagnose(state.params))
 
   train_metrics = None
-  pending = None  # (step, loss) of the previous step, checked one step late
+  pending = None  # (step, (loss, grad norm)) of the previous step, checked one step late
   eval_metrics: dict[str, float] = {}
+  stream_step = start_step  # `stream` is the position after this step
+  step = start_step
+  stopped = False
   # Every jitted function carries explicit shardings: no ambient mesh needed.
-  for step in range(start_step + 1, total_steps + 1):
-    batch = next(train_iter)
-    state, step_metrics = train_step(state, batch)
-    if step == start_step + 1:
-      jax.block_until_ready(step_metrics)
-      record_config()
-    # Checking the previous step's loss keeps the device one step ahead.
-    if pending is not None:
-      _check_finite(*pending, ckpt.latest_step())
-    pending = (step, step_metrics.loss.compute())
-    train_metrics = step_metrics if train_metrics is None else train_metrics.merge(step_metrics)
-    report(step, time.time())
-    ckpt.check_for_errors()  # a failed background save surfaces at once
+  while step < total_steps and not stopped:
+    step += 1
+    try:
+      batch = next(train_iter)
+      state, step_metrics = train_step(state, batch)
+      if step == start_step + 1:
+        jax.block_until_ready(step_metrics)
+        record_config()
+      # Checking the previous step's values keeps the device one step ahead.
+      if pending is not None:
+        _check_finite(*pending, ckpt.latest_step())
+      pending = (step, (step_metrics.loss.compute(), step_metrics.grad_norm.compute()))
+      train_metrics = (step_metrics if train_metrics is None
+                       else train_metrics.merge(step_metrics))
+      report(step, time.time())
+      ckpt.check_for_errors()  # a failed background save surfaces at once
 
-    is_last = step == total_steps
-    if step % run.log_every == 0 or is_last:
-      _check_finite(*pending, ckpt.latest_step())
-      writer.write_scalars(step, {f"train_{k}": v for k, v in train_metrics.compute().items()})
-      train_metrics = None
-    if step % run.eval_every == 0 or is_last:
-      with report.timed("eval"):
-        eval_metrics = evaluate_all(eval_step, state, input_config, mesh)
-      writer.write_scalars(step, eval_metrics)
-    if diagnose is not None and sections.diagnostics.due(step, total_steps):
-      with report.timed("diagnostics"):
-        writer.write_scalars(step, diagnose(state.params))
-    if corruption_due(sections.robustness, step, total_steps):
-      with report.timed("corruption_eval"):
-        corrupt_metrics = evaluate_corruptions(eval_step, state, sections.robustness,
-                                               input_config, mesh)
-      writer.write_scalars(step, corrupt_metrics)
-      eval_metrics.update(corrupt_metrics)
-    preempted = ckpt.reached_preemption(step)
-    if step % run.checkpoint_every == 0 or is_last or preempted:
-      _check_finite(*pending, ckpt.latest_step())
-      ckpt.save(step, state, force=is_last or preempted)
-    if preempted:
-      logging.warning("preemption signal at step %d: checkpoint saved, exiting", step)
-      break
+      is_last = step == total_steps
+      if step % run.log_every == 0 or is_last:
+        _check_finite(*pending, ckpt.latest_step())
+        writer.write_scalars(step, {f"train_{k}": v for k, v in train_metrics.compute().items()})
+        train_metrics = None
+      if step % run.eval_every == 0 or is_last:
+        with report.timed("eval"):
+          eval_metrics = evaluate_all(eval_step, state, input_config, mesh)
+        writer.write_scalars(step, eval_metrics)
+      if diagnose is not None and sections.diagnostics.due(step, total_steps):
+        with report.timed("diagnostics"):
+          writer.write_scalars(step, diagnose(state.params))
+      if corruption_due(sections.robustness, step, total_steps):
+        with report.timed("corruption_eval"):
+          corrupt_metrics = evaluate_corruptions(eval_step, state, sections.robustness,
+                                                 input_config, mesh)
+        writer.write_scalars(step, corrupt_metrics)
+        eval_metrics.update(corrupt_metrics)
+      stopped = signals.should_stop(step)  # every process, every step
+      if step % run.checkpoint_every == 0 or is_last or stopped:
+        _check_finite(*pending, ckpt.latest_step())
+        ckpt.save(step, state, force=is_last or stopped,
+                  stream=stream.advanced(step - stream_step).to_json())
+    except NonFiniteLossError as error:
+      if run.on_nonfinite != "rollback":
+        raise
+      failed_at = stream.advanced(error.step - stream_step)  # through the failed batch
+      state, stream = _roll_back(error, restore, failed_at, run, ckpt)
+      step = stream_step = int(state.step)
+      train_iter = batches_after(step, stream)
+      pending = train_metrics = None
+      stopped = False  # a stop asked for meanwhile is asked again by the next step
 
+  if stopped:
+    ckpt.close()  # the stop step's checkpoint is complete before the run says so
+    writer.flush()
+    raise errors.RunPreempted(
+        f"stopped at step {step} on {signals.received}: its checkpoint is saved; resume "
+        "with the same command", step=step)
   if start_step >= total_steps:  # resumed at the end: nothing to train
     record_config()
   if not eval_metrics:  # resumed at the end: nothing trained, still report
@@ -416,3 +457,66 @@ def _train(config, setup: RunSetup, workdir: str,
     (epath.Path(workdir) / "final_metrics.json").write_text(
         json.dumps(dict(eval_metrics, step=int(state.step)), indent=2))
   return eval_metrics
+
+
+def _restore_or_initialise(ckpt: checkpointing.Checkpointer, jitted: ShardedSteps,
+                           sections: TrainingSettings, run: RunSettings, *,
+                           check: Callable[[int, Any], None]
+                           ) -> tuple[TrainState, stream_state.StreamState]:
+  """The newest readable checkpoint and where its stream stood
+  (`stream_state.resumed`), or the initial state (`initial_state`) at the
+  start of a fresh stream (`input.stream_shards`, default the process count)."""
+  batch_size = sections.input.batch_size
+  state, latest = ckpt.restore_latest(jitted.abstract_state, jitted.state_sharding,
+                                      check=check)
+  if latest is None:
+    shards = sections.input.stream_shards or jax.process_count()
+    return initial_state(sections.init_from, jitted), stream_state.fresh(
+        batch_size=batch_size, shards=shards)
+  saved = ckpt.saved_stream(latest)
+  stream = stream_state.resumed(
+      None if saved is None else stream_state.StreamState.from_json(saved), step=latest,
+      batch_size=batch_size, process_count=jax.process_count(),
+      allow_batch_size_change=run.allow_batch_size_change)
+  if saved is not None and stream.batch_size != saved["batch_size"]:
+    logging.warning("config.input.batch_size changed from %d to %d "
+                    "(config.allow_batch_size_change): the stream goes on at example %d "
+                    "of each of its %d shards, the first not yet seen", saved["batch_size"],
+                    batch_size, stream.examples, stream.shards)
+  return state, stream
+
+
+def _roll_back(error: NonFiniteLossError, restore: Callable[[], Any],
+               failed_at: stream_state.StreamState, run: RunSettings,
+               ckpt: checkpointing.Checkpointer
+               ) -> tuple[TrainState, stream_state.StreamState]:
+  """`config.on_nonfinite = "rollback"`: the newest good checkpoint (or the
+  initialisation) with the next global batches of its stream skipped: at
+  least `run.rollback_skip_batches`, and through the batch of the step that
+  failed (`failed_at`: the stream's position after it). The rollbacks so far
+  (`failed_at.rollbacks`, this run's included) stay recorded, so checkpoints
+  saved later carry them.
+
+  Raises:
+    NonFiniteLossError: `error`, once `run.max_rollbacks` rollbacks were made.
+  """
+  done = failed_at.rollbacks
+  if len(done) >= run.max_rollbacks:
+    raise NonFiniteLossError(
+        f"{error} Gave up after {len(done)} rollbacks (config.max_rollbacks="
+        f"{run.max_rollbacks}) at steps {[r.step for r in done]}.", step=error.step) from error
+  ckpt.wait_until_finished()  # a save in flight is the newest good checkpoint
+  state, restored = restore()
+  restored_step = int(state.step)
+  failed_batch = failed_at.examples // failed_at.per_shard
+  batches = max(run.rollback_skip_batches,
+                failed_batch - restored.examples // restored.per_shard)
+  rolled = dataclasses.replace(restored, rollbacks=done).skipping(
+      batches, step=error.step, restored_step=restored_step)
+  skip = rolled.rollbacks[-1]
+  logging.warning(
+      "non-finite loss at step %d: rolled back to step %d and skipped the stream's global "
+      "batches %d-%d (%d batches); rollback %d of at most %d", error.step, restored_step,
+      skip.first_batch, skip.first_batch + skip.batches - 1, skip.batches, len(rolled.rollbacks),
+      run.max_rollbacks)
+  return state, rolled
