@@ -4,7 +4,7 @@
 # dict(data=-1, model=1) spreads the batch over them).
 #
 #   launch/gpu_host.sh [--setup] [--python=3.11] [--venv=.venv] [--gpus=0,1,2,3]
-#       [--print_only] -- TRAIN_ARGS...
+#       [--max_restarts=10] [--print_only] -- TRAIN_ARGS...
 #
 # e.g.
 #   launch/gpu_host.sh --setup -- --config=cifar100_vit \
@@ -23,16 +23,22 @@
 # TensorFlow (the input pipeline) is kept off the GPUs by train.py. Several GPU
 # hosts: run the same command on each with `--distributed` among the train.py
 # arguments, and a workdir all hosts share (see the README).
+# Preemption: when train.py exits with 75 (SIGTERM stopped it at a saved
+# step: a spot or preemptible host, a maintenance event, `kill`), the launcher
+# reruns the same command, which resumes from that step, up to
+# --max_restarts times; not when the launcher itself was signalled (Ctrl-C in
+# its terminal, the host shutting down).
 # --print_only prints every command instead of running it.
 set -euo pipefail
 
-SETUP=0 PYTHON="3.11" VENV=".venv" GPUS="" PRINT_ONLY=0
+SETUP=0 PYTHON="3.11" VENV=".venv" GPUS="" PRINT_ONLY=0 MAX_RESTARTS=10
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --setup) SETUP=1 ;;
     --python=*) PYTHON="${1#*=}" ;;
     --venv=*) VENV="${1#*=}" ;;
     --gpus=*) GPUS="${1#*=}" ;;
+    --max_restarts=*) MAX_RESTARTS="${1#*=}" ;;
     --print_only) PRINT_ONLY=1 ;;
     --) shift; break ;;
     *) echo "unknown option $1 (put train.py's arguments after --)" >&2; exit 2 ;;
@@ -60,4 +66,4 @@ fi
 # Let XLA take most of the GPU memory up front, as it is the only user.
 run export XLA_PYTHON_CLIENT_MEM_FRACTION="${XLA_PYTHON_CLIENT_MEM_FRACTION:-0.9}"
 run "$VENV/bin/python" -c "import jax; d = jax.devices(); assert d[0].platform == 'gpu', d; print(len(d), 'GPUs:', d)"
-run exec "$VENV/bin/python" "$ROOT/train.py" "$@"
+run_resuming "$MAX_RESTARTS" "$VENV/bin/python" "$ROOT/train.py" "$@"

@@ -5,7 +5,8 @@
 #
 #   launch/tpu_pod.sh --tpu=NAME --zone=ZONE [--project=P] [--setup]
 #       [--python=3.11] [--repo_dir=vit_spectral] [--venv=.venv] [--log=train.log]
-#       [--accelerator_type=TYPE] [--no_dry_run] [--print_only] -- TRAIN_ARGS...
+#       [--accelerator_type=TYPE] [--no_dry_run] [--max_restarts=10] [--print_only]
+#       -- TRAIN_ARGS...
 #
 # e.g.
 #   launch/tpu_pod.sh --tpu=deit --zone=us-central2-b --setup -- \
@@ -28,6 +29,11 @@
 # assembles the global batch from the slices. The workdir must be on storage
 # all workers see (gs://): checkpoints are written collectively, and a rerun of
 # the same command resumes from the latest one (also after a preemption).
+# SIGTERM to any worker (a maintenance event, preemption) stops every worker
+# at one saved step with exit code 75; when the worker command ends with 75
+# (as gcloud passes the workers' status on), the launcher reruns it, which
+# resumes from that step, up to --max_restarts times; not when the launcher
+# itself was signalled (Ctrl-C in its terminal).
 #
 # Before the workers start, worker 0 compiles the run's train step for the
 # slice with the TPU compiler (`train.py --dry_run --target=TYPE` with the same
@@ -39,7 +45,7 @@
 set -euo pipefail
 
 TPU="" ZONE="" PROJECT="" SETUP=0 PYTHON="3.11" REPO_DIR="vit_spectral" VENV=".venv"
-LOG="train.log" PRINT_ONLY=0 ACCELERATOR_TYPE="" DRY_RUN=1
+LOG="train.log" PRINT_ONLY=0 ACCELERATOR_TYPE="" DRY_RUN=1 MAX_RESTARTS=10
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --tpu=*) TPU="${1#*=}" ;;
@@ -52,6 +58,7 @@ while [[ $# -gt 0 ]]; do
     --log=*) LOG="${1#*=}" ;;
     --accelerator_type=*) ACCELERATOR_TYPE="${1#*=}" ;;
     --no_dry_run) DRY_RUN=0 ;;
+    --max_restarts=*) MAX_RESTARTS="${1#*=}" ;;
     --print_only) PRINT_ONLY=1 ;;
     --) shift; break ;;
     *) echo "unknown option $1 (put train.py's arguments after --)" >&2; exit 2 ;;
@@ -120,5 +127,6 @@ JAX_PLATFORMS=cpu $VENV_PYTHON train.py --dry_run --target=$TARGET_Q$ARGS"; then
     exit 1
   fi
 fi
-run "${GCLOUD[@]}" ssh "$TPU" --worker=all "${COMMON[@]}" --command="set -o pipefail
-cd $REPO_Q && $VENV_PYTHON train.py --distributed$ARGS 2>&1 | tee $(quote "$LOG")"
+run_resuming "$MAX_RESTARTS" "${GCLOUD[@]}" ssh "$TPU" --worker=all "${COMMON[@]}" \
+    --command="set -o pipefail
+cd $REPO_Q && $VENV_PYTHON train.py --distributed$ARGS 2>&1 | tee -a $(quote "$LOG")"

@@ -39,6 +39,12 @@ if "scp" in sys.argv:
     call["archive"] = archive.getnames()
 with open(os.environ["FAKE_GCLOUD_LOG"], "a") as log:
   log.write(json.dumps(call) + "\\n")
+if "--worker=all" in sys.argv and any(a.startswith("--command=") and "train.py" in a
+                                      for a in sys.argv):  # the workers' training
+  codes = [int(c) for c in os.environ.get("FAKE_WORKER_EXITS", "0").split(",")]
+  with open(os.environ["FAKE_GCLOUD_LOG"]) as log:
+    runs = sum("train.py --distributed" in line for line in log)
+  sys.exit(codes[runs - 1] if runs <= len(codes) else 0)
 """
 
 RECORDING_PYTHON = """#!{python}
@@ -198,7 +204,7 @@ def test_gpu_host_print_only_makes_venv_and_installs_cuda12_extra_once(tmp_path)
   assert installs == [[f"{venv}/bin/python", "-m", "pip", "install", "--quiet", "-c",
                        os.path.join(ROOT, "constraints.txt"), "-e", f"{ROOT}[cuda12]"]]
   assert ["export", "CUDA_VISIBLE_DEVICES=0,1"] in lines
-  assert lines[-1] == ["exec", f"{venv}/bin/python", os.path.join(ROOT, "train.py"),
+  assert lines[-1] == [f"{venv}/bin/python", os.path.join(ROOT, "train.py"),
                        "--config=digits_vit", "--workdir=work dir/c100"]
 
 
@@ -214,3 +220,51 @@ def test_launchers_reject_unknown_options(script):
                   if script == TPU_POD else ["--bogus"])
   assert result.returncode == 2
   assert "unknown option --bogus" in result.stderr
+
+
+# A venv python standing in for train.py: the `import jax` check passes; each
+# training run appends its argv to a file and exits with the next code of
+# FAKE_EXIT_CODES (then 0).
+STOPPING_PYTHON = """#!{python}
+import json, os, sys
+if sys.argv[1] == "-c":
+  sys.exit(0)
+with open(os.environ["FAKE_RUNS"], "a") as f:
+  f.write(json.dumps(sys.argv[1:]) + "\\n")
+runs = len(open(os.environ["FAKE_RUNS"]).read().splitlines())
+codes = [int(c) for c in os.environ["FAKE_EXIT_CODES"].split(",")]
+sys.exit(codes[runs - 1] if runs <= len(codes) else 0)
+"""
+
+
+@pytest.mark.parametrize("codes, max_restarts, runs, final", [
+    ("75,75", 10, 3, 0),     # stopped twice by SIGTERM, resumed twice, finished
+    ("75,75,75", 2, 3, 75),  # restarts used up: the launcher exits 75
+    ("1", 10, 1, 1),         # a failure is not rerun
+])
+def test_gpu_host_reruns_train_py_while_it_exits_75(tmp_path, codes, max_restarts, runs, final):
+  venv = tmp_path / "venv"
+  (venv / "bin").mkdir(parents=True)
+  python = venv / "bin" / "python"
+  python.write_text(STOPPING_PYTHON.format(python=sys.executable))
+  python.chmod(0o755)
+  record = tmp_path / "runs.jsonl"
+  result = launch(GPU_HOST, [f"--venv={venv}", f"--max_restarts={max_restarts}", "--",
+                             "--config=digits_vit", "--workdir=w"],
+                  dict(os.environ, FAKE_RUNS=str(record), FAKE_EXIT_CODES=codes))
+  assert result.returncode == final, result.stderr
+  argvs = [json.loads(line) for line in record.read_text().splitlines()]
+  assert argvs == [[os.path.join(ROOT, "train.py"), "--config=digits_vit", "--workdir=w"]] * runs
+  assert result.stderr.count("rerunning the same command to resume") == min(
+      runs - 1, max_restarts)
+
+
+def test_tpu_pod_reruns_the_workers_while_they_exit_75(fake_gcloud):
+  env, log = fake_gcloud
+  result = launch(TPU_POD, ["--tpu=pod", "--zone=z", "--no_dry_run", "--max_restarts=3", "--",
+                            "--config=digits_vit"], dict(env, FAKE_WORKER_EXITS="75,0"))
+  assert result.returncode == 0, result.stderr
+  trains = [c for c in gcloud_calls(log) if "--worker=all" in c["argv"]]
+  assert len(trains) == 2 and trains[0] == trains[1]
+  assert "tee -a" in command_of(trains[0]["argv"])  # the rerun appends to the log
+  assert "restart 1 of at most 3" in result.stderr
