@@ -326,6 +326,69 @@ def test_processes_read_different_slices(digits_dir):
   assert len(keys0 & keys1) <= 2
 
 
+def test_the_global_batch_does_not_depend_on_who_reads_it(digits_dir):
+  """With S shard streams fixed, every process layout reads the same global
+  batches: 2 shards read by one process (all rows), by two (the default
+  layout, each its own shard), by two on a single shard's rows ([0, 32)
+  split in [0, 12) and [12, 32): a shard cut mid-way, picked before
+  decoding), and as ids in the split, which one epoch covers once."""
+  cfg = make_cfg(data_dir=digits_dir)  # batch 64, 1437 examples
+  stream = lambda **kw: take(data.create_train_dataset(  # noqa: E731
+      cfg, seed=5, with_ids=True, **kw), 30)
+  whole = stream(process_index=0, process_count=1, stream_shards=2)
+  per_process = [stream(process_index=p, process_count=2) for p in range(2)]
+  odd_rows = [stream(process_index=0, process_count=1, stream_shards=2, rows=rows)
+              for rows in ((0, 12), (12, 40), (40, 64))]
+  for k, batch in enumerate(whole):
+    for key in ("image", "label", "id"):
+      np.testing.assert_array_equal(
+          batch[key], np.concatenate([b[k][key] for b in per_process]), err_msg=key)
+      np.testing.assert_array_equal(
+          batch[key], np.concatenate([b[k][key] for b in odd_rows]), err_msg=key)
+  # Shard s reads slice s: ids [0, 719) then [719, 1437); the first 719
+  # examples of shard 0 are one epoch, each of its records once.
+  ids = np.stack([b["id"] for b in whole])
+  assert (ids[:, :32] < 719).all() and (ids[:, 32:] >= 719).all()
+  assert sorted(ids[:, :32].ravel()[:719].tolist()) == list(range(719))
+  # The stream differs with S (another order), so S is fixed for a workdir.
+  one_shard = stream(process_index=0, process_count=1, stream_shards=1)
+  assert not np.array_equal(one_shard[0]["id"], whole[0]["id"])
+
+
+def test_a_stream_resumes_at_any_example(digits_dir):
+  """`start_example` E continues the stream at its E-th example of each
+  shard, also off a batch boundary (a position converted from another batch
+  size)."""
+  cfg = make_cfg(data_dir=digits_dir, batch_size=32)
+  reference = take(data.create_train_dataset(
+      cfg, seed=1, process_index=0, process_count=1, stream_shards=2, with_ids=True), 60)
+  ids = np.stack([b["id"] for b in reference])  # (60, 32): shard 0 then shard 1
+  shard_ids = [ids[:, :16].ravel(), ids[:, 16:].ravel()]
+  for start in (0, 7, 16, 700, 731):  # a shard's epoch is 719 or 718 examples
+    resumed = take(data.create_train_dataset(
+        cfg, seed=1, process_index=0, process_count=1, stream_shards=2,
+        start_example=start, with_ids=True), 3)
+    got = np.stack([b["id"] for b in resumed])
+    for shard in range(2):
+      np.testing.assert_array_equal(got[:, 16 * shard:16 * (shard + 1)].ravel(),
+                                    shard_ids[shard][start:start + 48])
+
+
+def test_stream_layout_errors_name_the_problem(digits_dir):
+  cfg = make_cfg(data_dir=digits_dir)
+  with pytest.raises(ValueError, match=r"batch_size=64 must be a multiple of the stream "
+                     r"shards \(3\)"):
+    data.create_train_dataset(cfg, seed=0, process_count=1, process_index=0, stream_shards=3)
+  with pytest.raises(ValueError, match=r"rows=\(10, 70\) must be a non-empty range within "
+                     r"the global batch \[0, 64\)"):
+    data.create_train_dataset(cfg, seed=0, process_count=1, process_index=0, rows=(10, 70))
+  with pytest.raises(ValueError, match="stream_shards=0 must be a positive integer"):
+    data.create_train_dataset(cfg, seed=0, process_count=1, process_index=0, stream_shards=0)
+  with pytest.raises(ValueError, match=r"input.batch_size=64 must be a multiple of "
+                     r"input.stream_shards=3"):
+    data.input_settings(make_cfg(data_dir=digits_dir, stream_shards=3))
+
+
 # ---------------------------------------------------------------------------
 # Evaluation.
 # ---------------------------------------------------------------------------
