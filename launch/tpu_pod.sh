@@ -25,8 +25,8 @@
 #
 # Every worker runs the same command; `--distributed` makes train.py call
 # jax.distributed.initialize(), which finds the other workers through the TPU
-# metadata. Each worker reads its own slice of the data and the trainer
-# assembles the global batch from the slices. The workdir must be on storage
+# metadata. Each worker reads its own rows of every global batch and the trainer
+# assembles the global batch from them. The workdir must be on storage
 # all workers see (gs://): checkpoints are written collectively, and a rerun of
 # the same command resumes from the latest one (also after a preemption).
 # SIGTERM to any worker (a maintenance event, preemption) stops every worker

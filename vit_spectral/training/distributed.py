@@ -1,9 +1,10 @@
 """Joins this process to a multi-process JAX run: TPU pod slices, GPU clusters,
 or several processes on CPUs.
 
-Every process runs the same command with `--distributed`; each one reads its own
-slice of the data, and the trainer assembles the global batch from the slices
-(process 0's slice on the first devices of the "data" axis, then process 1's...).
+Every process runs the same command with `--distributed`; each one reads the
+rows of every global batch that its devices hold (process 0's on the first
+devices of the "data" axis, then process 1's...), and the trainer assembles the
+global batch from them (`stream_state.process_rows`).
 The workdir must be storage every process sees (gs://, NFS): orbax writes one
 checkpoint from all of them.
 
