@@ -23,7 +23,6 @@ is printed (-s).
 """
 
 import json
-import os
 import time
 
 import jax

@@ -3,21 +3,21 @@ with 8 devices, and a checkpoint that restores in a single process.
 
 The two-process run is the command line itself (`vit_spectral.main.run`, what
 train.py runs) with `--coordinator_address/--num_processes/--process_id`, 4 fake
-CPU devices per process, gloo collectives and an (8,) "data" mesh over both. A
+CPU devices per process, gloo collectives and an (8,) "data" mesh over both
+(`tests.training.cluster`). A
 small entry script records two things from inside it, without changing what it
 computes: where each process's local batch lands in the global batch
 (`sharding.global_batch`), and the parameters each process holds when the final
 checkpoint is saved.
 
 The reference is one process with 8 devices (this pytest process, conftest's 8
-fake devices and compile flags; the subprocesses get the same flags). The input
-pipeline is per process (each reads its own slice with its own seeds), so a plain
-one-process run would see other batches: the reference's
-`create_train_dataset` is replaced by the process_count=2 streams of process 0
-and 1, concatenated in that order. That order is checked, not assumed: the
-recorded layout must put process 0's local batch on rows [0, B/2) and process
-1's on [B/2, B), and the reference's first global batch must equal the two
-processes' first local batches so placed.
+fake devices and compile flags; the subprocesses get the same flags). The
+global batch is drawn from `input.stream_shards` shard streams, by default the
+process count of the run that starts the workdir: 2 here, so the reference sets
+`config.input.stream_shards=2` and reads the same global batches. The layout is
+checked, not assumed: the recorded layout must put process 0's local batch on
+rows [0, B/2) and process 1's on [B/2, B), and the reference's first global
+batch must equal the two processes' first local batches so placed.
 
 Equality: to a float tolerance, not bit for bit. The devices of both runs run
 the same program on the same examples, but the cross-device mean is an
@@ -38,8 +38,6 @@ compared.
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -47,13 +45,12 @@ import time
 import jax
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from vit_spectral import data
 from vit_spectral.configs import digits_vit
 from vit_spectral.data import input_pipeline
 from vit_spectral.training import checkpointing, distributed, sharding, trainer
-from tests.cpu_flags import xla_flags
+from tests.training.cluster import Cluster
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STEPS, BATCH, PROCESSES = 4, 32, 2
@@ -94,11 +91,11 @@ def recording_global_batch(local_batch, mesh):
                "labels": np.asarray(local_batch["label"]).tolist()}, open(path, "w"))
   return batch
 
-def recording_save(self, step, state, *, force=False):
+def recording_save(self, step, state, **kwargs):
   leaves = jax.tree_util.tree_leaves_with_path(state.params)
   np.savez(os.path.join(out, f"params_{jax.process_index()}_{step}.npz"),
            **{jax.tree_util.keystr(p): np.asarray(v) for p, v in leaves})
-  return save(self, step, state, force=force)
+  return save(self, step, state, **kwargs)
 
 sharding.global_batch = recording_global_batch
 checkpointing.Checkpointer.save = recording_save
@@ -106,61 +103,9 @@ main.run()
 '''
 
 
-def _free_port() -> int:
-  with socket.socket() as s:
-    s.bind(("localhost", 0))
-    return s.getsockname()[1]
-
-
-def _flags(data_dir):
-  return ([f"--config=digits_vit:{RECIPE_ARG}", f"--config.input.data_dir={data_dir}"] +
-          [f"--config.{k}={v}" for k, v in OVERRIDES.items()])
-
-
-def _start_processes(tmp_path, data_dir, workdir):
-  entry = tmp_path / "entry.py"
-  entry.write_text(ENTRY)
-  env = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3",
-             PYTHONPATH=ROOT, MULTIPROCESS_TEST_OUT=str(tmp_path),
-             XLA_FLAGS=xla_flags(4),
-             JAX_DISABLE_MOST_OPTIMIZATIONS="1")  # as conftest sets for the reference
-  address = f"localhost:{_free_port()}"
-  procs = []
-  for i in range(PROCESSES):
-    log = open(tmp_path / f"log_{i}.txt", "w")
-    procs.append((subprocess.Popen(
-        [sys.executable, str(entry), *_flags(data_dir), f"--workdir={workdir}",
-         f"--coordinator_address={address}", f"--num_processes={PROCESSES}",
-         f"--process_id={i}"],
-        env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-        start_new_session=True), log))
-  return procs
-
-
-def _tails(tmp_path) -> str:
-  return "\n".join(f"--- process {i}, last lines:\n" +
-                   "\n".join((tmp_path / f"log_{i}.txt").read_text().splitlines()[-25:])
-                   for i in range(PROCESSES))
-
-
-def _kill(procs) -> None:
-  for proc, log in procs:
-    if proc.poll() is None:
-      os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    log.close()
-
-
-def _wait(procs, tmp_path, deadline) -> None:
-  """Waits for every process to exit 0; any failure or the deadline fails the
-  test (the survivors are killed by the caller)."""
-  while any(p.poll() is None for p, _ in procs):
-    failed = [i for i, (p, _) in enumerate(procs) if p.poll() not in (None, 0)]
-    assert not failed, f"process {failed} exited non-zero\n{_tails(tmp_path)}"
-    assert time.time() < deadline, f"timed out after {TIMEOUT_S} s\n{_tails(tmp_path)}"
-    time.sleep(0.2)
-  codes = [p.returncode for p, _ in procs]
-  assert codes == [0] * PROCESSES, f"exit codes {codes}\n{_tails(tmp_path)}"
+def _flags(data_dir, workdir):
+  return ([f"--config=digits_vit:{RECIPE_ARG}", f"--config.input.data_dir={data_dir}",
+           f"--workdir={workdir}"] + [f"--config.{k}={v}" for k, v in OVERRIDES.items()])
 
 
 def _reference_config(data_dir):
@@ -170,21 +115,6 @@ def _reference_config(data_dir):
     section, _, field = key.rpartition(".")
     setattr(config[section] if section else config, field, value)
   return config
-
-
-def _two_process_stream(create_train_dataset):
-  """`create_train_dataset` as a 2-process run sees it, on one process: the
-  batches of process 0 and 1 concatenated (process 0's first)."""
-
-  def create(cfg, *, seed, start_step=0, process_index=None, process_count=None):
-    del process_index, process_count  # this process plays both
-    streams = [create_train_dataset(cfg, seed=seed, start_step=start_step,
-                                    process_index=i, process_count=PROCESSES)
-               for i in range(PROCESSES)]
-    return tf.data.Dataset.zip(tuple(streams)).map(
-        lambda *batches: {k: tf.concat([b[k] for b in batches], 0) for k in batches[0]})
-
-  return create
 
 
 def _restore_on_one_process(workdir):
@@ -202,24 +132,23 @@ def _restore_on_one_process(workdir):
 
 
 @pytest.mark.slow
-def test_two_processes_train_like_one_with_8_devices(tmp_path, monkeypatch):
+def test_two_processes_train_like_one_with_8_devices(tmp_path):
   # Prepared once here: two processes preparing it at once would race.
   data_dir = str(tmp_path / "tfds")
   data.get_builder("digits", data_dir=data_dir)
   two_dir, ref_dir = str(tmp_path / "two"), str(tmp_path / "one")
   deadline = time.time() + TIMEOUT_S
-  procs = _start_processes(tmp_path, data_dir, two_dir)
+  cluster = Cluster(tmp_path, _flags(data_dir, two_dir), processes=PROCESSES, entry=ENTRY)
   try:
     # The reference trains here while the two processes run.
     config = _reference_config(data_dir)
-    monkeypatch.setattr(input_pipeline, "create_train_dataset",
-                        _two_process_stream(input_pipeline.create_train_dataset))
+    config.input.stream_shards = PROCESSES
     trainer.train_and_evaluate(config, ref_dir)
     first_global = next(input_pipeline.create_train_dataset(
-        config.input, seed=config.seed).as_numpy_iterator())
-    _wait(procs, tmp_path, deadline)
+        config.input, seed=config.seed, stream_shards=PROCESSES).as_numpy_iterator())
+    cluster.wait(deadline)
   finally:
-    _kill(procs)
+    cluster.kill()
 
   # The global batch is process 0's slice, then process 1's: the reference's order.
   layouts = [json.loads((tmp_path / f"layout_{i}.json").read_text()) for i in range(PROCESSES)]

@@ -32,7 +32,7 @@ from vit_spectral.training import checkpointing, preemption
 from tests.cpu_flags import xla_flags
 from tests.training.cluster import ROOT, Cluster
 
-TOTAL, EVERY = 1500, 250
+TOTAL, EVERY = 800, 100
 EXIT_WITHIN_S = 10
 FLAGS = [
     f"--config=digits_vit:depth=1,width=32,heads=2,steps={TOTAL}",

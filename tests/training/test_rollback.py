@@ -12,9 +12,7 @@ wrapped), by stream batch number, as bad data would be: wherever a run starts
 reading, batch 15 is poisoned.
 """
 
-import dataclasses
 import json
-import os
 
 import jax
 import numpy as np
