@@ -212,8 +212,9 @@ def test_sigterm_to_one_of_two_processes_stops_both_at_one_saved_step(tmp_path):
     assert codes == [preemption.PREEMPTED_EXIT_CODE] * 2
     assert seconds < EXIT_WITHIN_S, f"exited {seconds:.1f} s after the signal"
     lines = [stopping.output(i).strip().splitlines()[-1] for i in range(2)]
-    assert lines[0] == lines[1] and lines[0].endswith(f"on SIGTERM: {STOPPED}"), lines
     step = int(lines[0].split()[3])
+    assert lines == [f"stopped at step {step} on SIGTERM to one of the processes: "
+                     f"{STOPPED}"] * 2, lines
     assert TWO_EVERY < step < TWO_TOTAL and _steps(stopped)[-1] == step, step
     stream = json.loads((stopped / "checkpoints" / str(step) / "stream" / "metadata"
                          ).read_text())
@@ -229,3 +230,34 @@ def test_sigterm_to_one_of_two_processes_stops_both_at_one_saved_step(tmp_path):
     for cluster in clusters:
       cluster.kill()
   _assert_same_state(str(whole), str(stopped))
+
+
+def test_stop_signals_record_the_first_signal_and_restore_the_handlers(caplog):
+  caplog.set_level("WARNING")
+  before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+  with preemption.StopSignals() as signals:
+    assert not signals.should_stop(1)
+    os.kill(os.getpid(), signal.SIGINT)  # no KeyboardInterrupt: recorded
+    os.kill(os.getpid(), signal.SIGTERM)
+    assert signals.received == "SIGINT" and signals.should_stop(2)
+    assert signals.should_stop(3)  # once agreed, it stays so
+  assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
+  messages = [r.getMessage() for r in caplog.records]
+  assert messages == ["SIGINT received: the run stops after this step's checkpoint",
+                      "SIGTERM again: still finishing the step and its checkpoint, then the "
+                      "run exits (the save is not interrupted)"], messages
+
+
+def test_stop_signals_outside_the_main_thread_watch_nothing(caplog):
+  import threading  # pylint: disable=import-outside-toplevel
+  seen = []
+
+  def enter():
+    with preemption.StopSignals() as signals:
+      seen.append(signals.should_stop(1))
+
+  thread = threading.Thread(target=enter)
+  thread.start()
+  thread.join()
+  assert seen == [False]
+  assert any("not the main thread" in r.getMessage() for r in caplog.records)

@@ -16,7 +16,9 @@ SIGTERM in every process and its coordination service tells all the others;
 `multihost_utils.reached_preemption_sync_point(step)` then answers True on
 every process at the same step (the largest step any process had reached,
 plus one), so all save the same step. A signal to one process stops them all.
-SIGINT is passed to that service as a SIGTERM to this process.
+SIGINT is passed to that service as a SIGTERM to this process. Where that
+service is off (`jax_enable_preemption_service=False`), the processes agree
+through a collective after every step instead (slower; logged once).
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ import signal
 import threading
 from typing import Any
 
+import jax
+import numpy as np
 from absl import logging
 from jax._src import distributed as jax_distributed
 from jax.experimental import multihost_utils
@@ -57,6 +61,7 @@ class StopSignals:
     self.received: str | None = None  # the first signal's name
     self._previous: dict[int, Any] = {}
     self._service = None
+    self._stopping = False  # once agreed, it stays so
 
   def __enter__(self) -> "StopSignals":
     if threading.current_thread() is not threading.main_thread():
@@ -64,6 +69,9 @@ class StopSignals:
                       "saved step")
       return self
     self._service = _sync_manager()
+    if self._service is None and jax.process_count() > 1:
+      logging.warning("jax's preemption service is off: the processes agree on a stop "
+                      "through a collective after every step")
     # With jax's preemption service, SIGTERM is its own (it catches it in C++).
     mine = (signal.SIGINT,) if self._service is not None else SIGNALS
     for number in mine:
@@ -92,9 +100,17 @@ class StopSignals:
     """Whether to save `step` and stop. Call it after every step, on every
     process, from the first step of the run on (jax's sync point requires it).
     """
-    if self._service is not None:
-      stop = multihost_utils.reached_preemption_sync_point(step)
-      if stop and self.received is None:
-        self.received = "SIGTERM"  # another process's, or ours through the service
-      return stop
-    return self.received is not None
+    if not self._stopping:
+      if self._service is not None:
+        self._stopping = multihost_utils.reached_preemption_sync_point(step)
+      elif jax.process_count() > 1:
+        self._stopping = bool(np.any(multihost_utils.process_allgather(
+            np.asarray(self.received is not None))))
+      else:
+        self._stopping = self.received is not None
+      if self._stopping and self.received is None:
+        # jax's service caught a SIGTERM (here or elsewhere) or another
+        # process was signalled: this one cannot tell which.
+        self.received = ("SIGTERM to one of the processes" if self._service is not None
+                         else "a signal to another process")
+    return self._stopping
