@@ -15,6 +15,8 @@
   state_fingerprint  per-array fingerprints that catch damaged checkpoint bytes
   workdir_lock    one run per workdir
   resume          resume checks against config.json and checkpoints; config history
+  stream_state    the input stream's position saved with each checkpoint; rollbacks
+  preemption      SIGTERM/SIGINT: stop at a step all processes agree on (exit 75)
   run_log         the run's log file
   config_checks   builds every section, cross-section checks, eval_shape of init
   distributed     jax.distributed.initialize from the command line's cluster flags
@@ -26,7 +28,7 @@ Submodules are imported on use (`from vit_spectral.training import trainer`).
 
 __all__ = [
     "checkpointing", "config_checks", "device_prefetch", "distributed", "dry_run", "durations",
-    "ema", "init_from", "mixing", "optim",
-    "resume", "robustness", "run_log", "run_settings", "sharding", "state_fingerprint", "steps", "train_state",
-    "trainer", "workdir_lock",
+    "ema", "init_from", "mixing", "optim", "preemption",
+    "resume", "robustness", "run_log", "run_settings", "sharding", "state_fingerprint", "steps", "stream_state",
+    "train_state", "trainer", "workdir_lock",
 ]
