@@ -58,3 +58,10 @@ def test_process_rows_follow_the_batch_sharding():
     batch_axes = tuple(a for a in axes if a in ("data", "fsdp"))
     rows = stream_state.process_rows(NamedSharding(mesh, P(batch_axes)), 64)
     assert rows == (0, 64)  # one process holds every row
+
+
+def test_shards_of_rows():
+  stream = StreamState(shards=4, batch_size=64, examples=0)  # 16 rows per shard
+  assert list(stream_state.shards_of((0, 64), stream)) == [0, 1, 2, 3]
+  assert list(stream_state.shards_of((16, 32), stream)) == [1]
+  assert list(stream_state.shards_of((10, 40), stream)) == [0, 1, 2]

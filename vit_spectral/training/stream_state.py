@@ -177,3 +177,9 @@ def process_rows(batch_sharding: Any, batch_size: int) -> tuple[int, int]:
     raise ValueError(f"this process's devices hold rows {held.tolist()} of the global "
                      "batch, not one contiguous range; order the mesh's devices by process")
   return start, stop
+
+
+def shards_of(rows: tuple[int, int], stream: StreamState) -> range:
+  """The shard streams whose part of the global batch `rows` touches (what a
+  process reading `rows` reads records of)."""
+  return range(rows[0] // stream.per_shard, -(-rows[1] // stream.per_shard))

@@ -351,6 +351,14 @@ def _train(config, setup: RunSetup, workdir: str,
                  "of its %d shards)", start_step, stream.examples, stream.shards)
   # The rows of every global batch this process reads (its devices' rows).
   rows = stream_state.process_rows(sharding.batch_sharding(mesh), input_config.batch_size)
+  shards_read = stream_state.shards_of(rows, stream)
+  logging.info("input: rows [%d, %d) of each global batch of %d, from shard streams %s of %d",
+               *rows, stream.batch_size, list(shards_read), stream.shards)
+  if stream.shards % jax.process_count():
+    logging.warning("the stream's %d shards do not split over %d processes: each reads "
+                    "the records of %d shards for its rows (set input.stream_shards to a "
+                    "multiple of every process count a workdir will run on)",
+                    stream.shards, jax.process_count(), len(shards_read))
   # The workdir records the config once it has passed every check and run a
   # step (an out-of-memory first step must not replace config.json).
   record_config = functools.partial(resume.record_config, config, workdir, previous_config,
