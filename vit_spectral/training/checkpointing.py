@@ -51,6 +51,7 @@ from vit_spectral import errors
 from vit_spectral.training import state_fingerprint
 
 UNREADABLE_SUFFIX = ".unreadable"
+STREAM_ITEM = "stream"  # <step>/stream: the training stream's position (JSON)
 FINGERPRINT_DIR = "fingerprints"  # <step>.json: `state_fingerprint` of each saved step
 _REASON_CHARS = 200
 
@@ -73,25 +74,35 @@ class Checkpointer:
         save_interval_steps=save_every, max_to_keep=keep, create=True,
         enable_async_checkpointing=async_save)
     self.directory = directory if "://" in directory else os.path.abspath(directory)
-    self.manager = ocp.CheckpointManager(self.directory, options=options)
+    # Named items: each step holds the state ("default") and, where saved,
+    # the stream's position; steps from before the stream item restore too.
+    self.manager = ocp.CheckpointManager(self.directory, item_names=("default", STREAM_ITEM),
+                                         options=options)
     self._saving_step: int | None = None  # the newest step handed to orbax
     self._failed = False  # a save failed, was reported and the manager closed
     self._closed = False
+    self._streams: dict[int, dict | None] = {}  # step -> its stream item, as read
 
   def latest_step(self) -> int | None:
     return self.manager.latest_step()
 
-  def save(self, step: int, state: Any, *, force: bool = False) -> bool:
-    """Saves `state` at `step` if the interval says so (or `force`).
+  def save(self, step: int, state: Any, *, force: bool = False,
+           stream: dict | None = None) -> bool:
+    """Saves `state` at `step` if the interval says so (or `force`), with
+    `stream` (the training stream's position, `stream_state`; JSON) as the
+    step's `stream` item where given.
 
     Raises:
       errors.CheckpointSaveError: this save, or the one still in flight, failed.
     """
     if not (force or self.manager.should_save(step)) or step in self.manager.all_steps():
       return False  # (orbax never overwrites a step either)
+    items = {"default": ocp.args.StandardSave(state)}
+    if stream is not None:
+      items[STREAM_ITEM] = ocp.args.JsonSave(stream)
     try:
       self._write_fingerprint(step, state)
-      saved = self.manager.save(step, args=ocp.args.StandardSave(state), force=force)
+      saved = self.manager.save(step, args=ocp.args.Composite(**items), force=force)
     except Exception as e:  # orbax/tensorstore: any failure of a write
       raise self._save_error(self._unsaved_step(step), e) from e
     if saved:
@@ -115,14 +126,24 @@ class Checkpointer:
       if path.stem.isdigit() and kept and int(path.stem) < min(kept):
         path.unlink()
 
+  def saved_stream(self, step: int) -> dict | None:
+    """The `stream` item of `step` (where the training stream stood), as
+    read when `restore_latest` restored that step; None for a step saved
+    without one."""
+    if step not in self._streams:
+      self._streams[step] = _read_stream(os.path.join(self.directory, str(step)))
+    return self._streams[step]
+
   def _restore_verified(self, step: int, abstract_state: Any, shardings: Any) -> Any:
     """`restore`, then its arrays against the fingerprint saved with them
-    (steps saved without one are restored unverified).
+    (steps saved without one are restored unverified), and its `stream` item
+    (kept for `saved_stream`).
 
     Raises:
       ValueError: an array differs from its fingerprint (damaged bytes that
-        the reader did not notice).
+        the reader did not notice), or the stream item is unreadable.
     """
+    self._streams[step] = _read_stream(os.path.join(self.directory, str(step)))
     state = self.restore(step, abstract_state, shardings)
     path = self._fingerprint_path(step)
     if not path.exists():
@@ -263,7 +284,9 @@ class Checkpointer:
     target = jax.tree_util.tree_map(
         lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s),
         abstract_state, shardings)
-    return self.manager.restore(step, args=ocp.args.StandardRestore(target))
+    restored = self.manager.restore(
+        step, args=ocp.args.Composite(default=ocp.args.StandardRestore(target)))
+    return restored["default"]
 
   def reached_preemption(self, step: int) -> bool:
     return self.manager.reached_preemption(step)
@@ -400,6 +423,25 @@ def _agreed_failure(failure: str | None) -> str | None:
   if failure is None and np.any(failed):
     return f"unreadable on process {int(np.argmax(failed))}"
   return failure
+
+
+def _read_stream(step_dir: str) -> dict | None:
+  """The JSON `stream` item of a step directory; None where it has none.
+
+  Raises:
+    ValueError: the item is there but is not a JSON object (damage).
+  """
+  item = epath.Path(step_dir) / STREAM_ITEM
+  if not item.exists():
+    return None
+  handler = ocp.JsonCheckpointHandler()
+  try:
+    tree = handler.restore(item, args=ocp.args.JsonRestore())
+  finally:
+    handler.close()
+  if not isinstance(tree, dict):
+    raise ValueError(f"the stream item of {step_dir} is not a JSON object")
+  return tree
 
 
 def unreadable_name(source: epath.Path) -> epath.Path:
