@@ -236,7 +236,7 @@ def run_setup():
 
 # Files orbax parses with Python's JSON reader: its errors name no file, so
 # the warning names the step directory.
-_PARSED_BY_PYTHON = ("default/_METADATA", "default/array_metadatas/")
+_PARSED_BY_PYTHON = ("default/_METADATA", "default/array_metadatas/", "stream/metadata")
 # Files every restore reads whole.
 _ALWAYS_READ = _PARSED_BY_PYTHON + ("default/_sharding", "default/manifest.ocdbt", "default/d/")
 
@@ -266,7 +266,7 @@ def test_damage_anywhere_in_the_newest_step_falls_back_or_is_harmless(
     shutil.copytree(stopped, checkpoints)
     _random_bytes_over(checkpoints / "30" / rel, position, seed=i)
     caplog.clear()
-    with caplog.at_level(logging.INFO), checkpointing.Checkpointer(
+    with caplog.at_level(logging.WARNING), checkpointing.Checkpointer(
         str(checkpoints), save_every=EVERY) as ckpt:
       state, step = ckpt.restore_latest(steps.abstract_state, steps.state_sharding, check=check)
     moved = [r.getMessage() for r in caplog.records if "30.unreadable" in r.getMessage()]

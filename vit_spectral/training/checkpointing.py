@@ -15,8 +15,9 @@ What damage does, as measured (orbax 0.12.8, tensorstore 0.1.86; 4096 random
 bytes over the start, middle and end of each file of a step, one at a time:
 `tests/training/test_checkpoint_damage.py`):
   - the step is moved aside, with a warning naming the file:
-    `default/_METADATA`, `_sharding`, `array_metadatas/*` (JSON; these
-    errors name no file, so the step directory is named),
+    `default/_METADATA`, `_sharding`, `array_metadatas/*`, `stream/metadata`
+    (JSON; the errors of the ones parsed in Python name no file, so the
+    step directory is named),
     `default/manifest.ocdbt` and `default/d/*` (the OCDBT manifest and b-tree
     that orbax merged from the processes' databases), and the data files
     under `default/ocdbt.process_<i>/d/` wherever the bytes hit array chunks
@@ -24,8 +25,9 @@ bytes over the start, middle and end of each file of a step, one at a time:
     wrong numbers that the fingerprint catches);
   - harmless, the step restored bit-identical: `_CHECKPOINT_METADATA`, the
     `commit_success.txt` files, `ocdbt.process_<i>/manifest.ocdbt`, the
-    files that hold only the processes' own b-tree nodes and the ends of
-    data files (b-tree nodes too): after the merge nothing reads them.
+    files that hold only the processes' own b-tree nodes, and the end of a
+    data file where it holds such nodes too (most do): after the merge
+    nothing reads them.
 Damage in an array chunk once stopped every rerun: orbax raises it as a
 plain `Exception` whose cause is tensorstore's FAILED_PRECONDITION, so
 `is_damage` reads the whole exception chain.
