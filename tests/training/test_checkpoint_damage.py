@@ -204,8 +204,8 @@ def test_a_damaged_newest_checkpoint_is_moved_aside_and_the_run_resumes(
 def _assert_one_plain_line(line):
   """The warning of a step moved aside: step 30, what in it is damaged and
   why in plain words, in one line without TensorStore's spec."""
-  assert re.search(r"step 30\b.*\((cannot decode|cannot read|missing) \.\.\./30\b.* \(.+\)\)"
-                   r".*step 20\b", line), line
+  assert re.search(r"step 30 cannot be read: (cannot decode|cannot read|cannot parse|missing) "
+                   r"\S*/30\b\S* \(.+\); moved to .*step 20\b", line), line
   assert "\n" not in line and "TensorStore({" not in line and "bound method" not in line, line
 
 

@@ -221,7 +221,7 @@ class Checkpointer:
       multihost_utils.sync_global_devices(f"checkpoint {step} moved aside")
     self.manager.reload()
     then = f"trying step {older}" if older is not None else "no older checkpoint to try"
-    logging.warning("checkpoint at step %d cannot be read (%s); moved to %s; %s",
+    logging.warning("checkpoint at step %d cannot be read: %s; moved to %s; %s",
                     step, failure, target, then)
     return f"step {step} -> {target} ({failure})"
 
@@ -439,10 +439,12 @@ def _read_stream(step_dir: str) -> dict | None:
   handler = ocp.JsonCheckpointHandler()
   try:
     tree = handler.restore(item, args=ocp.args.JsonRestore())
+  except ValueError as e:  # JSONDecodeError and the like: name the file
+    raise ValueError(f"cannot parse {item}: {e}") from e
   finally:
     handler.close()
   if not isinstance(tree, dict):
-    raise ValueError(f"the stream item of {step_dir} is not a JSON object")
+    raise ValueError(f"cannot parse {item}: not a JSON object")
   return tree
 
 

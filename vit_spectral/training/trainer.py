@@ -54,8 +54,9 @@ from vit_spectral.training.train_state import TrainState
 _MIX_STREAM = 3
 
 
-class NonFiniteLossError(FloatingPointError):
-  """The training loss or gradient norm became NaN or Inf at `step`."""
+class NonFiniteLossError(errors.RunError, FloatingPointError):
+  """The training loss or gradient norm became NaN or Inf at `step` (the
+  command line prints its message as one `error:` line)."""
 
   def __init__(self, message: str, step: int):
     super().__init__(message)
