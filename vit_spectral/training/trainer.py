@@ -3,10 +3,13 @@ steps, checkpoint restore, evaluation, loop.
 
 `train_and_evaluate(config, workdir)` is what `train.py` calls. A run killed at any
 point resumes from the workdir's latest checkpoint and ends with exactly the
-parameters of an uninterrupted run: the input stream restarts at the restored step
-(`data.create_train_dataset(start_step=...)`) and the dropout RNG is folded with
-the step, as is the Mixup/CutMix RNG; the EMA parameters live in the
-checkpointed TrainState.
+parameters of an uninterrupted run: the input stream restarts where the
+checkpoint saved it (`stream_state`; `data.create_train_dataset(start_example=...)`,
+on any device or process count) and the dropout RNG is folded with the step, as
+is the Mixup/CutMix RNG; the EMA parameters live in the checkpointed TrainState.
+SIGTERM/SIGINT stop the loop at a saved step all processes agree on
+(`preemption`); `config.on_nonfinite="rollback"` goes back to the newest
+checkpoint and skips batches instead of stopping (`_roll_back`).
 
 Each config section is converted once, at the top, into its typed settings
 (`run_settings.training_settings`, `models.build`), which everything below
