@@ -11,7 +11,8 @@ on 2 processes uses by default). Two resumes are compared with it:
   `--num_processes=2`; `stream_shards` left at its default, the process
   count), then one process with 8 devices for 20 more.
 Each run records the example ids (index in the train split) of every global
-batch it trains on: the stream wrapped to read them, nothing else changed.
+batch it trains on: the stream tapped to read them (`run_control`), nothing else
+changed.
 
 Tolerance: the cross-device mean is an all-reduce whose summation order
 differs with the device count (and is gloo's across processes), so float32
@@ -34,6 +35,7 @@ from vit_spectral.configs import digits_vit
 from vit_spectral.data import input_pipeline
 from vit_spectral.training import checkpointing, preemption, trainer
 from tests.training.cluster import Cluster
+from tests.training.run_control import recording_ids, stop_at
 
 TOTAL, STOP, BATCH = 40, 20, 32
 RTOL = 1e-5  # seen: 1.0e-6 (8 -> 4 devices), 2.5e-6 (2 processes -> 1)
@@ -45,35 +47,24 @@ OVERRIDES = {"optim.warmup_steps": 2, "input.batch_size": BATCH, "eval_every": T
 # it reads, and stopping every process at step STOP (as a SIGTERM would).
 ENTRY = r'''
 import json, os
-import numpy as np
-from vit_spectral import errors, main
+from vit_spectral import main
 from vit_spectral.data import input_pipeline
 from vit_spectral.training import preemption
+from tests.training.run_control import StreamTap, stop_at
 
 out = os.environ["MULTIPROCESS_TEST_OUT"]
-create = input_pipeline.create_train_dataset
 
-def recording(cfg, **kwargs):
-  dataset = create(cfg, with_ids=True, **kwargs)
-  class Stream:
-    def as_numpy_iterator(self):
-      path = os.path.join(out, f"ids_{kwargs['rows'][0]}.jsonl")
-      for batch in dataset.as_numpy_iterator():
-        with open(path, "a") as f:
-          f.write(json.dumps({"start": kwargs["start_example"], "rows": kwargs["rows"],
-                              "ids": batch.pop("id").tolist()}) + "\n")
-        yield batch
-  return Stream()
+def record(kwargs, number, batch):
+  with open(os.path.join(out, f"ids_{kwargs['rows'][0]}.jsonl"), "a") as f:
+    f.write(json.dumps({"start": kwargs["start_example"], "rows": kwargs["rows"],
+                        "ids": batch.pop("id").tolist()}) + "\n")
+  return batch, None
 
-def should_stop(self, step):
-  if step == %d:
-    self.received = "SIGTERM"
-  return step == %d
-
-input_pipeline.create_train_dataset = recording
-preemption.StopSignals.should_stop = should_stop
+input_pipeline.create_train_dataset = StreamTap(input_pipeline.create_train_dataset, record,
+                                                with_ids=True)
+preemption.StopSignals.should_stop = stop_at(%d)
 main.run()
-''' % (STOP, STOP)
+''' % STOP
 
 
 def _config(data_dir, **fields):
@@ -83,35 +74,6 @@ def _config(data_dir, **fields):
     section, _, field = key.rpartition(".")
     setattr(config[section] if section else config, field, value)
   return config
-
-
-class _Recorder:
-  """`create_train_dataset` recording the ids of each batch it yields, per
-  call (a call = the stream of one run from its start)."""
-
-  def __init__(self, create):
-    self.create, self.calls = create, []
-
-  def __call__(self, cfg, **kwargs):
-    dataset = self.create(cfg, with_ids=True, **kwargs)
-    batches = []
-    self.calls.append(batches)
-
-    class Stream:
-      def as_numpy_iterator(self):
-        for batch in dataset.as_numpy_iterator():
-          batches.append(batch.pop("id"))
-          yield batch
-
-    return Stream()
-
-
-def _stop_at(step):
-  def should_stop(self, at):
-    if at == step:
-      self.received = "SIGTERM"
-    return at == step
-  return should_stop
 
 
 def _state(workdir):
@@ -152,7 +114,7 @@ def digits_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def reference(digits_dir, tmp_path_factory):
   """40 uninterrupted steps on 8 devices, 2 shard streams: (state, ids per step)."""
-  recorder = _Recorder(input_pipeline.create_train_dataset)
+  recorder = recording_ids(input_pipeline.create_train_dataset)
   workdir = tmp_path_factory.mktemp("reference")
   mp = pytest.MonkeyPatch()
   mp.setattr(input_pipeline, "create_train_dataset", recorder)
@@ -168,11 +130,11 @@ def reference(digits_dir, tmp_path_factory):
 @pytest.mark.slow
 def test_8_devices_then_4_see_the_same_examples(digits_dir, reference, tmp_path, monkeypatch):
   ref_state, ref_ids = reference
-  recorder = _Recorder(input_pipeline.create_train_dataset)
+  recorder = recording_ids(input_pipeline.create_train_dataset)
   monkeypatch.setattr(input_pipeline, "create_train_dataset", recorder)
   config = _config(digits_dir, **{"input.stream_shards": 2})
   with monkeypatch.context() as stopping:
-    stopping.setattr(preemption.StopSignals, "should_stop", _stop_at(STOP))
+    stopping.setattr(preemption.StopSignals, "should_stop", stop_at(STOP))
     with pytest.raises(errors.RunPreempted, match=f"stopped at step {STOP}"):
       trainer.train_and_evaluate(config, str(tmp_path), devices=jax.devices()[:8])
   trainer.train_and_evaluate(config, str(tmp_path), devices=jax.devices()[:4])
@@ -205,7 +167,7 @@ def test_2_processes_then_1_see_the_same_examples(digits_dir, reference, tmp_pat
   assert stream == {"shards": 2, "batch_size": BATCH, "examples": STOP * BATCH // 2,
                     "rollbacks": []}
 
-  recorder = _Recorder(input_pipeline.create_train_dataset)
+  recorder = recording_ids(input_pipeline.create_train_dataset)
   monkeypatch.setattr(input_pipeline, "create_train_dataset", recorder)
   trainer.train_and_evaluate(_config(digits_dir), str(workdir), devices=jax.devices()[:8])
   (resumed,) = recorder.calls
@@ -219,7 +181,7 @@ def test_a_changed_global_batch_is_refused_unless_allowed(digits_dir, tmp_path, 
                                                           caplog):
   config = _config(digits_dir)
   with monkeypatch.context() as stopping:
-    stopping.setattr(preemption.StopSignals, "should_stop", _stop_at(10))
+    stopping.setattr(preemption.StopSignals, "should_stop", stop_at(10))
     with pytest.raises(errors.RunPreempted):
       trainer.train_and_evaluate(config, str(tmp_path))
   bigger = _config(digits_dir, **{"input.batch_size": 48})
@@ -228,7 +190,7 @@ def test_a_changed_global_batch_is_refused_unless_allowed(digits_dir, tmp_path, 
                            r"trained with batch_size=32 \(320 examples seen\).*"
                            r"--config.allow_batch_size_change=True"):
     trainer.train_and_evaluate(bigger, str(tmp_path))
-  recorder = _Recorder(input_pipeline.create_train_dataset)
+  recorder = recording_ids(input_pipeline.create_train_dataset)
   monkeypatch.setattr(input_pipeline, "create_train_dataset", recorder)
   bigger.allow_batch_size_change = True
   caplog.set_level("WARNING")

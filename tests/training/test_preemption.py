@@ -23,7 +23,6 @@ import subprocess
 import sys
 import time
 
-import jax
 import numpy as np
 import pytest
 
@@ -31,6 +30,7 @@ from vit_spectral import data
 from vit_spectral.training import checkpointing, preemption
 from tests.cpu_flags import xla_flags
 from tests.training.cluster import ROOT, Cluster
+from tests.training.run_control import assert_trees_equal
 
 TOTAL, EVERY = 800, 100
 EXIT_WITHIN_S = 10
@@ -119,11 +119,7 @@ def _assert_same_state(workdir_a, workdir_b):
   state_a, step_a = checkpointing.latest_state(workdir_a)
   state_b, step_b = checkpointing.latest_state(workdir_b)
   assert step_a == step_b == int(state_b["step"])
-  leaves_a = jax.tree_util.tree_leaves_with_path(state_a)
-  leaves_b = jax.tree_util.tree_leaves_with_path(state_b)
-  assert [p for p, _ in leaves_a] == [p for p, _ in leaves_b]
-  for (path, a), (_, b) in zip(leaves_a, leaves_b):  # params, moments, EMA, step
-    np.testing.assert_array_equal(a, b, err_msg=jax.tree_util.keystr(path))
+  assert_trees_equal(state_a, state_b)  # params, moments, EMA, step
   # Trained (the head starts at zero), and the EMA trails the params.
   assert np.abs(state_a["params"]["head"]["kernel"]).max() > 0
   assert not np.array_equal(state_a["ema_params"]["head"]["kernel"],

@@ -8,7 +8,7 @@ without a second rollback. A poison that does not go away ends the run after
 `max_rollbacks` rollbacks with one message.
 
 The poison is put into the stream itself (`input_pipeline.create_train_dataset`
-wrapped), by stream batch number, as bad data would be: wherever a run starts
+tapped: `tests.training.run_control.StreamTap`), by stream batch number, as bad data would be: wherever a run starts
 reading, batch 15 is poisoned.
 """
 
@@ -22,6 +22,7 @@ from vit_spectral import errors
 from vit_spectral.configs import digits_vit
 from vit_spectral.data import input_pipeline
 from vit_spectral.training import checkpointing, preemption, trainer
+from tests.training.run_control import StreamTap, assert_trees_equal, stop_at
 
 TOTAL, EVERY, BATCH, POISONED = 30, 10, 32, 15
 
@@ -40,34 +41,22 @@ def _config(**fields):
   return config
 
 
-class _Poisoned:
-  """The stream of `create_train_dataset`, with NaN images in the global
-  batches numbered `poisoned` (counted from 1 over the whole stream)."""
+def _poisoned(batch_numbers):
+  """NaN images in the global batches whose numbers `batch_numbers` accepts."""
 
-  def __init__(self, create, poisoned):
-    self.create, self.poisoned = create, poisoned
+  def tap(kwargs, number, batch):
+    if batch_numbers(number):
+      batch = dict(batch, image=np.full_like(batch["image"], np.nan))
+    return batch, None
 
-  def __call__(self, cfg, *, seed, start_example=0, stream_shards=1, **kwargs):
-    dataset = self.create(cfg, seed=seed, start_example=start_example,
-                          stream_shards=stream_shards, **kwargs)
-    first = start_example // (cfg.batch_size // stream_shards) + 1
-    poisoned = self.poisoned
-
-    class Stream:
-      def as_numpy_iterator(self):
-        for number, batch in enumerate(dataset.as_numpy_iterator(), start=first):
-          if poisoned(number):
-            batch = dict(batch, image=np.full_like(batch["image"], np.nan))
-          yield batch
-
-    return Stream()
+  return tap
 
 
 @pytest.fixture
 def poison(monkeypatch):
-  def install(poisoned):
-    monkeypatch.setattr(input_pipeline, "create_train_dataset",
-                        _Poisoned(input_pipeline.create_train_dataset, poisoned))
+  def install(batch_numbers):
+    monkeypatch.setattr(input_pipeline, "create_train_dataset", StreamTap(
+        input_pipeline.create_train_dataset, _poisoned(batch_numbers)))
   return install
 
 
@@ -75,13 +64,6 @@ def _state(workdir):
   state, step = checkpointing.latest_state(str(workdir))
   assert step == TOTAL
   return state
-
-
-def _assert_equal(a, b):
-  leaves_a, leaves_b = (jax.tree_util.tree_leaves_with_path(t) for t in (a, b))
-  assert [p for p, _ in leaves_a] == [p for p, _ in leaves_b]
-  for (path, x), (_, y) in zip(leaves_a, leaves_b):
-    np.testing.assert_array_equal(x, y, err_msg=jax.tree_util.keystr(path))
 
 
 def _stream(workdir, step):
@@ -113,22 +95,20 @@ def test_rollback_skips_the_poisoned_batch_reproducibly(tmp_path, poison, monkey
   # From scratch again: the same rollback, the same parameters.
   second = tmp_path / "second"
   trainer.train_and_evaluate(_config(), str(second))
-  _assert_equal(_state(second), state)
+  assert_trees_equal(_state(second), state)
 
   # Stopped after the step-20 checkpoint (which records the skip), resumed.
   third = tmp_path / "third"
   caplog.clear()
-  stop = preemption.StopSignals.should_stop
-  monkeypatch.setattr(preemption.StopSignals, "should_stop",
-                      lambda self, step: step == 2 * EVERY or stop(self, step))
-  with pytest.raises(errors.RunPreempted, match=f"stopped at step {2 * EVERY}"):
-    trainer.train_and_evaluate(_config(), str(third))
-  monkeypatch.setattr(preemption.StopSignals, "should_stop", stop)
+  with monkeypatch.context() as stopping:
+    stopping.setattr(preemption.StopSignals, "should_stop", stop_at(2 * EVERY))
+    with pytest.raises(errors.RunPreempted, match=f"stopped at step {2 * EVERY}"):
+      trainer.train_and_evaluate(_config(), str(third))
   assert sum("rolled back" in r.getMessage() for r in caplog.records) == 1
   caplog.clear()
   trainer.train_and_evaluate(_config(), str(third))
   assert not any("rolled back" in r.getMessage() for r in caplog.records)
-  _assert_equal(_state(third), state)
+  assert_trees_equal(_state(third), state)
   assert _stream(third, TOTAL) == _stream(first, TOTAL)
 
 

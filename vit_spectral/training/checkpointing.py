@@ -1,5 +1,5 @@
-"""Orbax checkpoints of the train state: periodic, keep-last-N, preemption-aware,
-damage-tolerant.
+"""Orbax checkpoints of the train state and the stream's position: periodic,
+keep-last-N, damage-tolerant (stops by signal: `preemption`).
 
 Restoring goes onto an abstract state that carries the *current* shardings, so a
 checkpoint written on one mesh restores onto another. A step that cannot be
@@ -289,9 +289,6 @@ class Checkpointer:
     restored = self.manager.restore(
         step, args=ocp.args.Composite(default=ocp.args.StandardRestore(target)))
     return restored["default"]
-
-  def reached_preemption(self, step: int) -> bool:
-    return self.manager.reached_preemption(step)
 
   def wait_until_finished(self) -> None:
     """Waits for the background save.

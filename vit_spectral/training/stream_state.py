@@ -135,11 +135,7 @@ def resumed(stored: StreamState | None, *, step: int, batch_size: int,
       checkpoint's and no flag allows it, or the new batch does not split
       over the stream's shards.
   """
-  if stored is None:
-    if batch_size % process_count:
-      raise errors.ConfigMismatchError(
-          f"config.input.batch_size={batch_size} must be a multiple of the process "
-          f"count ({process_count})")
+  if stored is None:  # (set_up has checked that the batch splits over the processes)
     return StreamState(shards=process_count, batch_size=batch_size,
                        examples=step * (batch_size // process_count))
   if batch_size == stored.batch_size:

@@ -486,14 +486,14 @@ def _restore_or_initialise(ckpt: checkpointing.Checkpointer, jitted: ShardedStep
     return initial_state(sections.init_from, jitted), stream_state.fresh(
         batch_size=batch_size, shards=shards)
   saved = ckpt.saved_stream(latest)
+  stored = None if saved is None else stream_state.StreamState.from_json(saved)
   stream = stream_state.resumed(
-      None if saved is None else stream_state.StreamState.from_json(saved), step=latest,
-      batch_size=batch_size, process_count=jax.process_count(),
+      stored, step=latest, batch_size=batch_size, process_count=jax.process_count(),
       allow_batch_size_change=run.allow_batch_size_change)
-  if saved is not None and stream.batch_size != saved["batch_size"]:
+  if stored is not None and stream.batch_size != stored.batch_size:
     logging.warning("config.input.batch_size changed from %d to %d "
                     "(config.allow_batch_size_change): the stream goes on at example %d "
-                    "of each of its %d shards, the first not yet seen", saved["batch_size"],
+                    "of each of its %d shards, the first not yet seen", stored.batch_size,
                     batch_size, stream.examples, stream.shards)
   return state, stream
 
