@@ -49,7 +49,7 @@ class EvalTransform:
   channels: int = 3
 
   def __call__(self, images: Sequence[np.ndarray]) -> np.ndarray:
-    import tensorflow as tf   # the input pipeline's kernels (imported on use)
+    from vit_spectral.data.tensorflow_import import tf   # the input pipeline's kernels (on use)
 
     from vit_spectral.data import preprocessing
 
@@ -123,9 +123,8 @@ def dataset_images(name: str, split: str, count: int, data_dir: str | None = Non
     data.DatasetNotPreparedError: the data set is not prepared (one line
       saying how to prepare it).
   """
-  import tensorflow_datasets as tfds
-
   from vit_spectral.data import input_pipeline
+  from vit_spectral.data.tensorflow_import import tfds
 
   builder = input_pipeline.get_builder(name, data_dir, False)
   dataset = builder.as_dataset(split=split, shuffle_files=False)

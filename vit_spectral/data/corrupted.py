@@ -19,7 +19,8 @@ import os
 from typing import Sequence
 
 import numpy as np
-import tensorflow_datasets as tfds
+
+from vit_spectral.data.tensorflow_import import tfds
 
 NUM_SEVERITIES = 5
 

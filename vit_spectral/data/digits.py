@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Iterator
 
 import numpy as np
-import tensorflow_datasets as tfds
+
+from vit_spectral.data.tensorflow_import import tfds
 
 # Fixed so that the split never changes between machines or library versions
 # of our own code; changing it requires a new builder VERSION.

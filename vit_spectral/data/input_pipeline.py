@@ -19,9 +19,6 @@ import math
 import os
 from typing import Any
 
-import tensorflow as tf
-import tensorflow_datasets as tfds
-
 from vit_spectral.data import digits as digits_lib
 from vit_spectral.data import preprocessing
 from vit_spectral.data import randaugment as randaugment_lib
@@ -29,6 +26,7 @@ from vit_spectral.data import randaugment as randaugment_lib
 # importable from here.
 from vit_spectral.data.input_settings import (  # noqa: F401
     EVAL_RESIZES, TRAIN_AUGMENTS, InputSettings, input_settings)
+from vit_spectral.data.tensorflow_import import tf, tfds
 from vit_spectral.errors import RunError
 
 # The data sets we ship recipes for (any other prepared TFDS name works) and
@@ -129,9 +127,9 @@ def _check_features(dataset: str, builder: tfds.core.DatasetBuilder) -> None:
         f"TFDS data set {dataset!r} has no `image` Image feature (features: "
         f"{names}); the input pipeline needs `image` and `label`."
     )
-  if image.dtype != tf.uint8:
+  if image.np_dtype != tf.uint8.as_numpy_dtype:
     raise ValueError(
-        f"TFDS data set {dataset!r}: `image` has dtype {image.dtype}; "
+        f"TFDS data set {dataset!r}: `image` has dtype {image.np_dtype}; "
         "the input pipeline supports uint8 images only."
     )
   if not isinstance(label, tfds.features.ClassLabel):

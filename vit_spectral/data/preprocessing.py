@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-import tensorflow as tf
+from vit_spectral.data.tensorflow_import import tf
 
 # Inception-style random-resized-crop defaults (Szegedy et al., 2015).
 RRC_SCALE = (0.08, 1.0)

@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-import tensorflow as tf
+from vit_spectral.data.tensorflow_import import tf
 
 MAX_LEVEL = 10.0
 # timm's "rand-m9-mstd0.5-inc1", DeiT's setting (paper 004 Table 10: "(9, 0.5)").

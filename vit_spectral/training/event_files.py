@@ -15,8 +15,8 @@ import os
 import re
 
 import numpy as np
-import tensorflow as tf
 
+from vit_spectral.data.tensorflow_import import tf
 from vit_spectral.training.diagnostics import TAG_PREFIX
 
 __all__ = ["layer_series", "read_scalars"]
