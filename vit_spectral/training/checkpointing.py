@@ -613,6 +613,14 @@ def read_on_host(item_dir: str) -> Any:
   return ocp.StandardCheckpointer().restore(item_dir, target)
 
 
+def saved_steps(directory: str) -> list[int]:
+  """The finished steps in a checkpoint directory, oldest first, as orbax's
+  CheckpointManager lists them (the same step-name format), without a manager:
+  a read-only one warns three times per call that it is read-only."""
+  name_format = ocp.path.step.standard_name_format()
+  return sorted(metadata.step for metadata in name_format.find_all(epath.Path(directory)))
+
+
 def latest_state(workdir: str, step: int | None = None) -> tuple[dict[str, Any], int]:
   """The whole state saved in a trainer workdir (params, optimizer state, EMA,
   step, ...) as host arrays, checked against its fingerprint, and its step.
@@ -624,9 +632,7 @@ def latest_state(workdir: str, step: int | None = None) -> tuple[dict[str, Any],
   """
   directory = os.path.join(workdir, "checkpoints")
   directory = directory if "://" in directory else os.path.abspath(directory)
-  manager = ocp.CheckpointManager(directory, options=ocp.CheckpointManagerOptions(read_only=True))
-  steps = manager.all_steps()
-  manager.close()
+  steps = saved_steps(directory)
   if not steps or (step is not None and step not in steps):
     raise FileNotFoundError(f"no checkpoint {'' if step is None else f'at step {step} '}"
                             f"under {directory} (steps there: {sorted(steps)})")
