@@ -85,13 +85,18 @@ def test_tensorflow_is_imported_once_without_gpus_or_tpus():
     tensorflow_import.keras  # noqa: B018
 
 
-def test_a_fresh_import_prints_nothing():
+def test_a_fresh_import_and_a_file_read_print_nothing(tmp_path):
   env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
   env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(ROOT), env.get("PYTHONPATH"))))
-  code = ("from vit_spectral.data.tensorflow_import import tf, tfds\n"
-          "print(tf.config.get_visible_devices('GPU'), tf.constant(2) * 3)")
-  done = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True,
-                        text=True, timeout=300, check=False)
+  # A TFRecord file read with a buffer size, as TFDS reads: an INFO line per file.
+  code = ("import sys\n"
+          "from vit_spectral.data.tensorflow_import import tf, tfds\n"
+          "with tf.io.TFRecordWriter(sys.argv[1]) as writer:\n"
+          "  writer.write(b'digit')\n"
+          "records = list(tf.data.TFRecordDataset(sys.argv[1], buffer_size=1 << 20))\n"
+          "print(tf.config.get_visible_devices('GPU'), records[0].numpy())")
+  done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "one.tfrecord")], env=env,
+                        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
   assert done.returncode == 0, done.stderr
-  assert done.stdout.startswith("[] tf.Tensor(6,")
+  assert done.stdout == "[] b'digit'\n"
   assert done.stderr == ""

@@ -13,7 +13,11 @@ where no CUDA driver is installed. None says anything a user can act on.
 `import_tensorflow` imports TensorFlow and hides its GPUs and TPUs with file
 descriptor 2 redirected into a temporary file (`start_up_lines_dropped`), then
 writes back every captured line that is not one of those (`is_start_up_line`),
-so a real error still shows:
+so a real error still shows. TensorFlow's C++ INFO lines later on (e.g.
+`tf_record_dataset_op.cc] The default buffer size is 262144, which is
+overridden by ...` each time TFDS opens a file) are off unless
+TF_CPP_MIN_LOG_LEVEL says otherwise; its warnings and errors show.
+
 
   from vit_spectral.data.tensorflow_import import tf     # TensorFlow, quiet
   from vit_spectral.data.tensorflow_import import tfds   # TFDS (it imports TF)
@@ -115,11 +119,13 @@ def start_up_lines_dropped() -> Iterator[None]:
 
 
 def import_tensorflow() -> ModuleType:
-  """TensorFlow, imported once with its start-up lines dropped and its GPUs and
-  TPUs hidden (JAX uses them)."""
+  """TensorFlow, imported once with its start-up lines dropped, its C++ INFO
+  lines off (where TF_CPP_MIN_LOG_LEVEL is unset) and its GPUs and TPUs
+  hidden (JAX uses them)."""
   global _imported
   with _LOCK:
     if _imported is None:
+      os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # INFO off, warnings on
       with start_up_lines_dropped():
         tensorflow = importlib.import_module("tensorflow")
         for kind in ("GPU", "TPU"):
