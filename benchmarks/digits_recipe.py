@@ -21,8 +21,8 @@ _WORKDIR = flags.DEFINE_string("workdir", "workdir/digits_recipe", "workdir")
 
 def main(argv):
   del argv
-  import tensorflow as tf  # noqa: PLC0415
-  tf.config.set_visible_devices([], "GPU")
+  from vit_spectral.data.tensorflow_import import import_tensorflow  # noqa: PLC0415
+  import_tensorflow()  # quiet, and off the GPUs (JAX's)
   from vit_spectral.training import trainer  # noqa: PLC0415
   from vit_spectral.configs import digits_deit  # noqa: PLC0415
   config = digits_deit.get_config(f"steps={_STEPS.value}")

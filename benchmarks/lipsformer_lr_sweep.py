@@ -104,8 +104,8 @@ def main(argv=None):
     rows = read_results(args.out)
     print(f"plot {save_next_to(plot_lr_sweep(rows), args.out)}")
     return
-  import tensorflow as tf
-  tf.config.set_visible_devices([], "GPU")
+  from vit_spectral.data.tensorflow_import import import_tensorflow
+  import_tensorflow()  # quiet, and off the GPUs (JAX's)
   logging.set_verbosity(logging.WARNING)
 
   os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
