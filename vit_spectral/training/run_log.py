@@ -10,6 +10,11 @@ Process 0 writes `train.log`, process i > 0 `train.process<i>.log`. A remote
 workdir (gs://) cannot be appended to: its log goes to the local temporary
 directory instead, under the workdir's name, and the first line of the run's
 output says where.
+
+On a terminal (`terminal`): the INFO records go only to the log file; the
+terminal shows warnings and errors, and process 0's progress line
+(`progress`) with normal lines above it. Elsewhere (a pipe, a file, a
+notebook) the terminal's handlers write line by line, INFO included.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import jax
 from absl import logging
 
 from vit_spectral import errors
+from vit_spectral.training import progress
 
 
 def log_path(workdir: str) -> str:
@@ -111,3 +117,85 @@ def to_file(workdir: str) -> Iterator[str]:
     sys.unraisablehook = previous_hook
     root.removeHandler(handler)
     handler.close()
+
+
+# --- The terminal ----------------------------------------------------------------
+
+def is_terminal(stream) -> bool:
+  """Whether `stream` is an interactive terminal that can redraw a line
+  (not one with TERM=dumb, e.g. an Emacs shell)."""
+  try:
+    return bool(stream.isatty()) and os.environ.get("TERM") != "dumb"
+  except (AttributeError, ValueError):  # no isatty, or closed
+    return False
+
+
+class _WarningsAndAbove(std_logging.Filter):
+  """Keeps INFO and below off the terminal: they go to the log file."""
+
+  def filter(self, record):
+    return record.levelno >= std_logging.WARNING
+
+
+def _writer(handler: std_logging.Handler) -> std_logging.Handler:
+  """The handler that holds the stream: absl's handler writes through the
+  PythonHandler it wraps."""
+  return getattr(handler, "python_handler", handler)
+
+
+def _terminal_handlers(stream) -> list[std_logging.Handler]:
+  """The handlers, of the root logger or any other, that write to `stream`."""
+  loggers = [std_logging.getLogger(), *(
+      logger for logger in list(std_logging.Logger.manager.loggerDict.values())
+      if isinstance(logger, std_logging.Logger))]
+  found = {id(h): h for logger in loggers for h in logger.handlers
+           if getattr(_writer(h), "stream", None) is stream}
+  return list(found.values())
+
+
+def quiet_terminal() -> None:
+  """From now on in this process, when stderr is a terminal, the handlers
+  writing to it show WARNING and above only (the INFO records reach the run's
+  log file while `to_file` holds it). For the command line, before its first
+  INFO line; a run (`terminal`) does the same for its own duration."""
+  if not is_terminal(sys.stderr):
+    return
+  for handler in _terminal_handlers(sys.stderr):
+    if not any(isinstance(f, _WarningsAndAbove) for f in handler.filters):
+      handler.addFilter(_WarningsAndAbove())
+
+
+@contextlib.contextmanager
+def terminal() -> Iterator[progress.ProgressLine | None]:
+  """For a run's duration, when stderr is a terminal: the handlers writing
+  to it show WARNING and above only, and process 0 gets a progress line
+  (yielded; None elsewhere): stderr and those handlers then write above it
+  (`progress.LinesAbove`), Python's warnings and prints to stderr included.
+  Undone on leaving, the line left as a normal line. Writes below Python
+  (TF's or XLA's C++ logging to fd 2) can land on the line until its next draw.
+  """
+  stream = sys.stderr
+  if not is_terminal(stream):
+    yield None
+    return
+  handlers = _terminal_handlers(stream)
+  quiet = _WarningsAndAbove()
+  line = progress.ProgressLine(stream) if jax.process_index() == 0 else None
+  above = None if line is None else progress.LinesAbove(line)
+  for handler in handlers:
+    handler.addFilter(quiet)
+    if above is not None:
+      _writer(handler).setStream(above)
+  if above is not None:
+    sys.stderr = above
+  try:
+    yield line
+  finally:
+    if line is not None:
+      line.close()
+    if sys.stderr is above:
+      sys.stderr = stream
+    for handler in handlers:
+      handler.removeFilter(quiet)
+      if above is not None and _writer(handler).stream is above:
+        _writer(handler).setStream(stream)

@@ -20,6 +20,10 @@ reads. Recipe options (all off by default): `config.mixup` (`mixing`),
 from pretrained weights, `initial_state`), `config.diagnostics` (`diagnostics`;
 per-layer scalars of the papers on fixed eval images), epoch-valued cadences
 (`durations`).
+
+Output: the metric writer's lines (absl INFO) and the run's log file
+(`run_log`); on a terminal, INFO goes to the log file only and process 0
+draws a progress line with the eval results above it (`progress`).
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from jax.experimental import multihost_utils
 from vit_spectral.training import checkpointing, config_checks, optim, sharding, steps
 from vit_spectral.training import durations, init_from, mixing, resume, robustness, run_log
 from vit_spectral.training import device_prefetch, diagnostics, preemption, stream_state
-from vit_spectral.training import workdir_lock
+from vit_spectral.training import progress, workdir_lock
 from vit_spectral import errors
 from vit_spectral.data import input_pipeline
 from vit_spectral.models.build import ModelSpec
@@ -314,17 +318,21 @@ def train_and_evaluate(config, workdir: str, devices=None) -> dict[str, float]:
       or after `config.max_rollbacks` rollbacks.
   """
   workdir_lock.check_not_held(workdir)  # a second run stops here, in seconds
-  setup = set_up(config, devices)
-  # Leaving, in this order: a checkpoint save still in flight completes, the
-  # log file gets any traceback, the lock is released.
-  with workdir_lock.hold(workdir), run_log.to_file(workdir), contextlib.ExitStack() as leaving:
-    return _train(config, setup, workdir, leaving)
+  # On a terminal from here on: INFO to the log file only, a progress line.
+  with run_log.terminal() as line:
+    setup = set_up(config, devices)
+    # Leaving, in this order: a checkpoint save still in flight completes, the
+    # log file gets any traceback, the lock is released, the progress line ends.
+    with (workdir_lock.hold(workdir), run_log.to_file(workdir),
+          contextlib.ExitStack() as leaving):
+      return _train(config, setup, workdir, leaving, line)
 
 
-def _train(config, setup: RunSetup, workdir: str,
-           leaving: contextlib.ExitStack) -> dict[str, float]:
+def _train(config, setup: RunSetup, workdir: str, leaving: contextlib.ExitStack,
+           line: progress.ProgressLine | None = None) -> dict[str, float]:
   """The loop of `train_and_evaluate`, run while holding the workdir;
-  `leaving` closes the checkpointer however the loop ends."""
+  `leaving` closes the checkpointer however the loop ends; `line` is the
+  terminal's progress line (None: not a terminal, or not process 0)."""
   sections, mesh, meta, run = setup.sections, setup.mesh, setup.meta, setup.run
   input_config = sections.input
   total_steps = run.total_steps
@@ -383,6 +391,11 @@ def _train(config, setup: RunSetup, workdir: str,
 
   train_iter = batches_after(start_step, stream)
   report = periodic_actions.ReportProgress(num_train_steps=total_steps, writer=writer)
+  shown = progress.TrainProgress(line, total_steps, start_step)
+  shown.note(f"log: {run_log.log_path(workdir)}")
+  if start_step:
+    shown.note(f"resumed from the checkpoint at step {start_step}")
+  shown.show()
   if start_step == 0:
     writer.write_hparams({"num_params": num_params, "total_steps": total_steps})
   diagnose = None
@@ -414,17 +427,22 @@ def _train(config, setup: RunSetup, workdir: str,
       train_metrics = (step_metrics if train_metrics is None
                        else train_metrics.merge(step_metrics))
       report(step, time.time())
+      shown.step(step)
       ckpt.check_for_errors()  # a failed background save surfaces at once
 
       is_last = step == total_steps
       if step % run.log_every == 0 or is_last:
         _check_finite(*pending, ckpt.latest_step())
-        writer.write_scalars(step, {f"train_{k}": v for k, v in train_metrics.compute().items()})
+        # Python floats: the metrics line shows 6 significant digits, not 16.
+        logged = {f"train_{k}": float(v) for k, v in train_metrics.compute().items()}
+        writer.write_scalars(step, logged)
+        shown.metrics(loss=logged["train_loss"], accuracy=logged["train_accuracy"])
         train_metrics = None
       if step % run.eval_every == 0 or is_last:
         with report.timed("eval"):
           eval_metrics = evaluate_all(eval_step, state, input_config, mesh)
         writer.write_scalars(step, eval_metrics)
+        shown.results(step, eval_metrics)
       if diagnose is not None and sections.diagnostics.due(step, total_steps):
         with report.timed("diagnostics"):
           writer.write_scalars(step, diagnose(state.params))
@@ -433,6 +451,7 @@ def _train(config, setup: RunSetup, workdir: str,
           corrupt_metrics = evaluate_corruptions(eval_step, state, sections.robustness,
                                                  input_config, mesh)
         writer.write_scalars(step, corrupt_metrics)
+        shown.results(step, corrupt_metrics)
         eval_metrics.update(corrupt_metrics)
       stopped = signals.should_stop(step)  # every process, every step
       if step % run.checkpoint_every == 0 or is_last or stopped:
@@ -449,6 +468,7 @@ def _train(config, setup: RunSetup, workdir: str,
       pending = train_metrics = None
       stopped = False  # a stop asked for meanwhile is asked again by the next step
 
+  shown.close()  # the last state stays as a normal line
   if stopped:
     ckpt.close()  # the stop step's checkpoint is complete before the run says so
     writer.flush()
@@ -468,6 +488,7 @@ def _train(config, setup: RunSetup, workdir: str,
   if jax.process_index() == 0:
     (epath.Path(workdir) / "final_metrics.json").write_text(
         json.dumps(dict(eval_metrics, step=int(state.step)), indent=2))
+  shown.note(f"final (step {int(state.step)}): {progress.format_metrics(eval_metrics)}")
   return eval_metrics
 
 
