@@ -2,7 +2,9 @@
 
 Importing this package registers every built-in variant. Use
 `get_attention(name)` to resolve a config name; `registered_attentions()` lists
-them. Every variant is an `Attention` subclass (`base.py` states the contract):
+them. Every variant is an `Attention` subclass (`base.py` states the contract:
+`y, new_state = attn(x, state)` as the encoder carries it, or the plain
+`y = attn(x)` in a module of one's own with `return_state=False`):
 
   "dot_product"       DotProductAttention          softmax(QKᵀ/√d)V
   "attn_scale"        AttnScaleAttention           paper 000, eqs. 7-9

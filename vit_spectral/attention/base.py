@@ -14,6 +14,20 @@ Contract (what `models.vit.Block` relies on):
     mask:   optional bool (B or 1, 1 or heads, T, T); True = may attend.
     skip:   (B, T, D), only for `mixes_skip` variants (others raise TypeError).
 
+Plain call, for a module of one's own (`return_state=False`; same parameters,
+same numbers, only the return differs):
+
+    attn = AttentionClass(num_heads=..., return_state=False, ...)
+    y = attn(x, mask=None)                            # + skip=... if mixes_skip
+
+It takes no state: a stateless variant has none, and a variant whose call
+carries one (`carries_state()`: Hopfield with alpha_hidden > 0) raises a
+ValueError naming the carry form above, since a plain call would silently
+drop the memory that the next layer reads (stacking plain Hopfield layers
+would not be paper 004's network). The default, `return_state=True`, keeps
+the carry form: `y, _ = attn(x)` of existing code is unchanged (a y-only
+default would unpack (B, T, D) along the batch when B = 2).
+
 The pipeline (`Attention.__call__`, the same for every variant; a variant
 overrides only the hooks where it differs, and never calls the fused path,
 `add_lepe` or `project_out` itself):
@@ -38,6 +52,7 @@ overrides only the hooks where it differs, and never calls the fused path,
     mixed = add_lepe(mixed, v)              LePE (`lepe`)
     y = project_out(scale_output(mixed, v)) e.g. cosine's ν and 1/K
     return mix_skip(x, y, skip), new_state  e.g. Hopfield's α skip mix
+                                      (y alone with return_state=False)
 
 Parameter declarations: every module class that creates parameters states
 their logical axes beside them, `PARAM_AXES` (path relative to the module ->
@@ -171,6 +186,10 @@ class Attention(nn.Module):
     updates_prefix_only: class constant; True = the queries are the prefix
       tokens only and the output is (B, num_prefix_tokens, D) (class
       attention), which a `Block` cannot use.
+    return_state: the call returns `(y, new_state)` (True, default: the
+      carry form the encoder threads from block to block) or `y` alone
+      (False: the plain call, module docstring; raises ValueError where the
+      call carries a state, `carries_state()`). The `Block` sets it itself.
     PARAM_AXES: class constant; the logical axes of the parameters this class
       creates (module docstring), here the shared ones; `param_axes()` adds
       the bases'.
@@ -232,6 +251,7 @@ class Attention(nn.Module):
   talking_heads: bool = False
   lepe: bool = False
   out_bias: bool = True
+  return_state: bool = True
 
   @classmethod
   def initial_state(cls, batch_size: int, num_tokens: int, num_heads: int):
@@ -261,12 +281,15 @@ class Attention(nn.Module):
         in (None = x); other variants take none.
 
     Returns:
-      y, (B, T, D) ((B, P, D) for `updates_prefix_only`), and the new state.
+      y, (B, T, D) ((B, P, D) for `updates_prefix_only`), and the new state;
+      y alone with `return_state=False` (the plain call).
     """
     if skip is not None and not self.mixes_skip:
       raise TypeError(f"{type(self).__name__} has no skip path (mixes_skip is False); "
                       "call it without skip=")
     self.prepare(x, state)
+    if not self.return_state:
+      self.check_plain_call(state)
     fused = self.use_fused(has_state=self.carries_state())
     mask = self.attention_mask(x, mask)
     q, k, v = self.project(x)                                # (B, T, H, Dh) each
@@ -287,7 +310,28 @@ class Attention(nn.Module):
     mixed = self.rescale_mixed(mixed, v, mask)
     mixed = self.add_lepe(mixed, v)                          # LePE (`lepe`), else unchanged
     y = self.project_out(self.scale_output(mixed, v), x.shape[-1])
-    return self.mix_skip(x, y, skip), new_state
+    y = self.mix_skip(x, y, skip)
+    return (y, new_state) if self.return_state else y
+
+  def check_plain_call(self, state) -> None:
+    """Raises where the plain call (`return_state=False`) would lose a state.
+
+    Raises:
+      TypeError: a state was handed in (the plain call takes none).
+      ValueError: this call carries a state from layer to layer
+        (`carries_state()`); the message names the carry form.
+    """
+    name = type(self).__name__
+    carry_form = (f"`y, state = attn(x, state)` with return_state=True (the default), "
+                  f"`state` starting at {name}.initial_state(batch, tokens, num_heads) "
+                  "and then the previous layer's")
+    if state is not None:
+      raise TypeError(f"{name}(return_state=False) is the plain call `y = attn(x)` and takes "
+                      f"no state; to hand a state in and get the next, call {carry_form}")
+    if self.carries_state():
+      raise ValueError(f"{name} carries its attention state from layer to layer "
+                       "(carries_state() is True for these fields), which the plain call "
+                       f"`y = attn(x)` (return_state=False) would drop; call {carry_form}")
 
   # Hooks: a variant overrides only those where it differs. The defaults are
   # multi-head softmax dot-product attention.

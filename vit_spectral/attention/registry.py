@@ -8,7 +8,17 @@ Every attention variant is a `flax.linen.Module` that follows the call contract 
 with `x` of shape (batch, tokens, width) and `y` of the same shape. `state` is the
 per-variant memory carried from block to block by the encoder (the scan carry);
 it is `None` for every variant whose class returns `None` from
-`initial_state(...)`, so plain attention never pays for it.
+`initial_state(...)`, so plain attention never pays for it; a variant that
+carries one treats `None` as that initial state.
+
+For a module of one's own, every variant also has the plain call (the same
+parameters and numbers):
+
+    y = module_class(..., return_state=False)(x, mask=None)
+
+Stateless variants simply return y. A call that carries a state (`carries_state()`:
+"hopfield" with alpha_hidden > 0, whose score memory the next layer reads) raises
+a ValueError that names the carry form above instead of dropping the memory.
 
 Variants are chosen by config (`config.model.attention = dict(name="dot_product",
 ...)`), never by subclassing the model.

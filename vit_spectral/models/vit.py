@@ -55,7 +55,22 @@ def stem_initializer(kernel_init: str) -> str:
 
 
 class Block(nn.Module):
-  """Transformer block, called as `(x, state), _ = block((x, state), rate, mask)`.
+  """Transformer block with two call forms (same parameters, same numbers):
+
+    y = block(x, drop_path_rate=0.0, mask=None)                   plain
+    (x, state), None = block((x, state), drop_path_rate, mask)    carry
+
+  x, y: (B, T, D); drop_path_rate: a scalar; mask: bool, see attention.base.
+  The carry form is what the encoder's `nn.scan` (and its loop) threads from
+  block to block, `state` being the attention variant's memory (None for
+  stateless variants; `Encoder` starts it). The plain form is for a module
+  of one's own: a stateless attention (every variant but Hopfield with
+  alpha_hidden > 0) needs no state, and a block whose attention carries one
+  raises a ValueError naming the carry form rather than drop the memory that
+  the next block would read. The input decides the form: a tuple (or list)
+  is a carry, an array the plain call's x. Training is the module's
+  `deterministic=False` (as for the encoder), with a "dropout" rng passed to
+  `apply` (dropout and drop-path draw from it).
 
   A sequence of residual branches (`BlockSpec.branches` describes them;
   analysis reads that description): with `conv_block` a convolution branch, then
@@ -168,11 +183,17 @@ class Block(nn.Module):
                    param_dtype=spec.param_dtype, name=name)(y)
     return y
 
-  def attend(self, y, skip, state, mask):
-    """The attention branch: the layout's head groups, FeatScale, dropout."""
+  def attend(self, y, skip, state, mask, plain=False):
+    """The attention branch: the layout's head groups, FeatScale, dropout.
+
+    `plain`: the block was called in the plain form (no state to carry on),
+    which an attention that carries a state refuses."""
     spec = self.spec
     groups = self.layout.head_groups(spec.num_heads)
     options = dict(spec.attention_kwargs)
+    if "return_state" in options:
+      raise ValueError("model.attention.return_state is set by the block (it always carries "
+                       "the attention's state on); remove it from the attention options")
     if len(groups) > 1 and options.get("head_dim") is None:
       options["head_dim"] = y.shape[-1] // spec.num_heads   # the groups split the heads
     attentions = [spec.attention_class(
@@ -180,6 +201,14 @@ class Block(nn.Module):
         deterministic=self.deterministic, kernel_init=spec.kernel_init, grid_size=g.grid_size,
         num_prefix_tokens=g.num_prefix_tokens, dtype=spec.dtype, param_dtype=spec.param_dtype,
         **dict(options, **({} if g.out_bias else {"out_bias": False}))) for g in groups]
+    if plain and any(a.carries_state() for a in attentions):
+      raise ValueError(
+          f"this Block's attention {spec.attention!r} (options "
+          f"{dict(spec.attention_kwargs)}) carries its state from block to block, which "
+          "the plain call `y = block(x)` would drop: call `(x, state), _ = "
+          "block((x, state), drop_path_rate, mask)` with state starting at "
+          f"{spec.attention_class.__name__}.initial_state(batch, tokens, num_heads) and "
+          "then the previous block's (as `Encoder` does)")
     replace = spec.attention_residual == "replace"   # the variant's own skip takes x
     y, state = self.layout.attend(attentions, groups, y, state, mask,
                                   skip=skip if replace else None)
@@ -198,22 +227,32 @@ class Block(nn.Module):
                     param_dtype=spec.param_dtype, name="mlp")(y)
 
   @nn.compact
-  def __call__(self, carry, drop_path_rate, mask=None):
-    """carry: (x (B, T, D), state); drop_path_rate: scalar; mask: see attention.base."""
+  def __call__(self, inputs, drop_path_rate=0.0, mask=None):
+    """The block, in either form (class docstring).
+
+    Args:
+      inputs: x (B, T, D) (plain form) or the carry (x, state).
+      drop_path_rate: scalar, this block's drop-path rate (training only).
+      mask: optional bool attention mask (`attention.base`); True = may attend.
+
+    Returns:
+      y (B, T, D) (plain form), or ((y, new state in float32), None).
+    """
     if self.spec.num_heads is None or self.spec.mlp_dim is None:
       raise ValueError("a Block needs BlockSpec.num_heads and BlockSpec.mlp_dim")
     self.layout.check(self.spec, mask)
-    x, state = carry
+    carried = isinstance(inputs, (tuple, list))
+    x, state = inputs if carried else (inputs, None)
     functions = {
         "conv": lambda y, skip, s: (self.convolve(y), s),
         "conv_depthwise": lambda y, skip, s: (self.convolve(y, (("conv2_dw", True),)), s),
-        "attention": lambda y, skip, s: self.attend(y, skip, s, mask),
+        "attention": lambda y, skip, s: self.attend(y, skip, s, mask, plain=not carried),
         "mlp": lambda y, skip, s: (self.feed_forward(y), s),
     }
     for branch in self.spec.branches():
       x, state = self.residual(x, state, branch, functions[branch.name], drop_path_rate)
     self.sow("intermediates", "block_output", x)
-    return (x, _as_float32(state)), None
+    return ((x, _as_float32(state)), None) if carried else x
 
 
 class Encoder(nn.Module):
