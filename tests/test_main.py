@@ -56,7 +56,11 @@ def test_a_missing_config_file_is_named_with_the_recipes(flag):
      r"config.optim has no field 'learnig_rate' \(did you mean 'learning_rate'\?\); "
      r"its fields: .*weight_decay"),
     ("--config.model.attention.nme=x",
-     r"config.model.attention has no field 'nme' \(did you mean 'name'\?\); its fields: name$"),
+     r"config.model.attention has no field 'nme' \(did you mean 'name'\?\); its fields "
+     r"\(name, and the options of DotProductAttention\): .*\bname, .*qkv_bias"),
+    ("--config.model.block.featscale=1",
+     r"config.model.block has no field 'featscale' \(did you mean 'feat_scale'\?\); its fields "
+     r"\(the block options of the ViT\): .*residual_alpha"),
     ("--config.total_steps=abc",
      r"^--config.total_steps=abc: config.total_steps takes an int, not 'abc'$"),
     ("--config.input.flip=maybe", r"config.input.flip takes true or false, not 'maybe'"),

@@ -15,7 +15,14 @@ which trains on the CPU):
                                     `=None` unsets a field that may be None
                                     (e.g. --config.num_epochs=None
                                     --config.total_steps=1000)
-  --print_config                    prints the resolved config and exits
+                                    Every field of every section, the
+                                    attention's options and the block's
+                                    included: --config.model.block.feat_scale=True,
+                                    --config.model.attention.name=hopfield
+                                    --config.model.attention.alpha=0.5
+  --print_config                    checks the resolved config (every check a
+                                    run makes but those that need the devices)
+                                    and prints it
 
 A rerun with the same --workdir resumes from its latest checkpoint. `--dry_run`
 checks the config and compiles the sharded train step on the devices present,
@@ -42,33 +49,25 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import difflib
 import importlib.util
 import logging as std_logging
 import os
-import re
 import sys
 import textwrap
 from typing import Any, NamedTuple, Sequence
 
 from absl import app, flags, logging
-from ml_collections import config_dict, config_flags
-from ml_collections.config_flags import tuple_parser
+from ml_collections import config_flags
 
+from vit_spectral import config_overrides
 from vit_spectral import configs as recipes
 from vit_spectral import errors
+from vit_spectral.names import did_you_mean
 
 DEFAULT_RECIPE = "digits_vit"
 USAGE_EXIT_CODE = 2  # a mistake on the command line
 FAILURE_EXIT_CODE = 1  # a run that failed
 HELP_FLAGS = ("-h", "-?", "--help", "--helpshort")
-# `--config.a.b=value`, `--config.a.b` and `--noconfig.a.b` (booleans).
-_OVERRIDE = re.compile(r"^--?(?P<no>no)?config\.(?P<path>[^=]+)(?:=(?P<value>.*))?$", re.S)
-# What a field's type takes on the command line (ml_collections' parsers).
-_PARSERS = {int: flags.IntegerParser(), float: flags.FloatParser(),
-            bool: flags.BooleanParser(), tuple: tuple_parser.TupleParser()}
-_TYPE_NAMES = {int: "an int", float: "a float", bool: "true or false", str: "a string",
-               tuple: "a tuple, e.g. '(1, 2)'", config_dict.ConfigDict: "a dict, e.g. \"{'a': 1}\""}
 
 
 class CommandLineError(Exception):
@@ -176,26 +175,12 @@ def config_value(argv: Sequence[str]) -> str | None:
   return found[0][2] if found else None
 
 
-def _overrides(argv: Sequence[str]) -> list[tuple[str, str | None]]:
-  """(path, value) of each `--config.a.b[=value]` in `argv` (value None for a
-  bare boolean)."""
-  found = []
-  for arg in argv:
-    match = _OVERRIDE.match(arg)
-    if match:
-      value = match["value"]
-      if value is None:
-        value = "false" if match["no"] else "true"
-      found.append((match["path"], value))
-  return found
+def prepare_argv(argv: Sequence[str]) -> tuple[list[str], list[tuple[str, str]]]:
+  """The argv to parse, and the `--config.a.b=value` overrides taken out of
+  it ((path, text) in order: `config_overrides` applies them after parsing).
 
-
-def prepare_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
-  """The argv to parse, and the fields to set to None after parsing.
-
-  Recipe names become their files, the default recipe is added when there is
-  no --config, and each `--config.a.b=None` is taken out (config_flags would
-  parse it as the field's type) unless a later override of the field follows.
+  Recipe names become their files and the default recipe is added when there
+  is no --config.
 
   Raises:
     CommandLineError: the config file does not exist (checked here, before
@@ -207,70 +192,14 @@ def prepare_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
   value = config_value(argv)
   path = value.split(":", 1)[0]
   if not os.path.isfile(path):
+    name = os.path.splitext(os.path.basename(path))[0]
     raise CommandLineError(
-        f"--config={value}: no config file {path!r}; pass a config file or a shipped "
-        f"recipe's name: {', '.join(recipes.recipe_names())}")
-  last = dict(_overrides(argv))  # the last value of each field wins
-  unset = [field for field, text in last.items() if text == "None"]
-  kept = [arg for arg in argv if not (
-      (match := _OVERRIDE.match(arg)) and (match["path"] in unset or match["value"] == "None"))]
-  return kept, unset
+        f"--config={value}: no config file {path!r}{did_you_mean(name, recipes.recipe_names())}; "
+        f"pass a config file or a shipped recipe's name: {', '.join(recipes.recipe_names())}")
+  return config_overrides.split_overrides(argv)
 
 
 # --- Parsing, and one line for what went wrong ---------------------------------
-
-def _walk(config, path: str) -> tuple[Any, str]:
-  """(the section holding field `path`, the field's name).
-
-  Raises:
-    CommandLineError: a part of `path` is not a field (the message names the
-      section's fields and the nearest match).
-  """
-  parts = path.split(".")
-  section = config
-  for depth, part in enumerate(parts):
-    where = ".".join(["config", *parts[:depth]])
-    if not isinstance(section, config_dict.ConfigDict):
-      raise CommandLineError(f"--config.{path}: {where} is a "
-                             f"{type(section).__name__}, not a section with fields")
-    fields = sorted(section.keys())
-    if part not in fields:
-      if not fields:
-        raise CommandLineError(
-            f"--config.{path}: {where} sets no fields in this config; set it whole, "
-            f"e.g. --config.{'.'.join(parts[:depth])}=\"{{'{part}': ...}}\"")
-      nearest = difflib.get_close_matches(part, fields, n=1)
-      hint = f" (did you mean {nearest[0]!r}?)" if nearest else ""
-      raise CommandLineError(f"--config.{path}: {where} has no field {part!r}{hint}; "
-                             f"its fields: {', '.join(fields)}")
-    if depth < len(parts) - 1:
-      section = section[part]
-  return section, parts[-1]
-
-
-def _is_placeholder(section, field: str) -> bool:
-  """A field that may be None: a typed FieldReference (`settings.to_config`)."""
-  held = dict(section.items(preserve_field_references=True))[field]
-  return isinstance(held, config_dict.FieldReference)
-
-
-def _check_value(config, path: str, text: str) -> None:
-  """Raises CommandLineError if `text` is not a value of field `path`'s type."""
-  section, field = _walk(config, path)
-  kind = section.get_type(field)
-  if kind is type(None):
-    raise CommandLineError(f"--config.{path}: config.{path} is None without a type, "
-                           "so it cannot be set (the config must declare it as a typed "
-                           "placeholder, settings.to_config does)")
-  parser = _PARSERS.get(kind)
-  try:
-    if parser is not None:
-      parser.parse(text)
-  except (ValueError, SyntaxError):
-    raise CommandLineError(
-        f"--config.{path}={text}: config.{path} takes {_TYPE_NAMES.get(kind, kind)}, "
-        f"not {text!r}") from None
-
 
 def load_config(value: str):
   """`file.py[:arg]` -> the file's get_config(arg), as config_flags loads it."""
@@ -282,18 +211,13 @@ def load_config(value: str):
 
 
 def _explain(argv: Sequence[str], error: Exception) -> str:
-  """One line for a failed parse of `argv`: the config's arguments, an unknown
-  field or a value of the wrong type; else the parser's own first line."""
+  """One line for a failed parse of `argv`: the config's arguments (the
+  recipe's own error), else the parser's own first line."""
   value = config_value(argv)
   try:
-    config = load_config(value)
+    load_config(value)
   except Exception as e:  # pylint: disable=broad-except  # the recipe's own check
     return f"--config={value}: {_first_line(e)}"
-  for path, text in _overrides(argv):
-    try:
-      _check_value(config, path, text)
-    except CommandLineError as e:
-      return str(e)
   return _first_line(error)
 
 
@@ -302,11 +226,10 @@ def _first_line(error: BaseException) -> str:
   return lines[0] if lines else type(error).__name__
 
 
-def parse_prepared(argv: Sequence[str], unset: Sequence[str],
+def parse_prepared(argv: Sequence[str], overrides: Sequence[tuple[str, str]],
                    flag_values: flags.FlagValues = flags.FLAGS) -> list[str]:
-  """Parses `argv` (from `prepare_argv`) into `flag_values` (whose config flag
-  reads its overrides from the same argv), then sets the `unset` fields to
-  None. Returns the arguments left over.
+  """Parses `argv` (from `prepare_argv`) into `flag_values`, then applies the
+  `overrides` to the config. Returns the arguments left over.
 
   Raises:
     CommandLineError: one line naming the mistake.
@@ -314,17 +237,12 @@ def parse_prepared(argv: Sequence[str], unset: Sequence[str],
   try:
     rest = flag_values(list(argv))
   except Exception as error:  # pylint: disable=broad-except
-    # flags.Error, or config_flags' KeyError/AttributeError for an unknown field,
-    # or a recipe's ValueError about its arguments: explained in one line.
+    # flags.Error, or a recipe's ValueError about its arguments: one line.
     raise CommandLineError(_explain(argv, error)) from error
-  config = flag_values["config"].value
-  for path in unset:
-    section, field = _walk(config, path)
-    if not _is_placeholder(section, field):
-      raise CommandLineError(
-          f"--config.{path}=None: config.{path} cannot be None; it takes "
-          f"{_TYPE_NAMES.get(section.get_type(field), section.get_type(field))}")
-    section[field] = None
+  try:
+    config_overrides.apply_overrides(flag_values["config"].value, overrides)
+  except config_overrides.OverrideError as e:
+    raise CommandLineError(str(e)) from None
   if len(rest) > 1:
     raise CommandLineError(f"unexpected arguments {rest[1:]} (flags are --name=value)")
   return rest
@@ -337,10 +255,10 @@ def parse_command_line(argv: Sequence[str]) -> CommandLine:
   Raises:
     CommandLineError: one line naming the mistake.
   """
-  argv, unset = prepare_argv(argv)
+  argv, overrides = prepare_argv(argv)
   flag_values = flags.FlagValues()
   command_line = define_flags(flag_values, sys_argv=argv)
-  parse_prepared(argv, unset, flag_values)
+  parse_prepared(argv, overrides, flag_values)
   return command_line
 
 
@@ -497,14 +415,22 @@ def main(argv):
       tdr.parse_target(_FLAGS.target.value)
     except tdr.tpu_targets.UnknownTargetError as e:
       _exit_now(f"error: {e}", USAGE_EXIT_CODE)
+  # Every check a run makes that needs neither JAX nor the devices, before
+  # either is imported: a config error is one line in well under a second.
+  from vit_spectral.training import config_checks  # pylint: disable=import-outside-toplevel
+  try:
+    config_checks.check_config(config)
+  except ValueError as e:
+    _exit_now(f"error: {_first_line(e)}", USAGE_EXIT_CODE)
   if _FLAGS.print_config.value:  # as the workdir's config.json records it
     print(config.to_json_best_effort(indent=2, sort_keys=True))
     return
   for handler in std_logging.getLogger().handlers:
     handler.addFilter(_QuietLibraries())
-  # TensorFlow is only the input pipeline: keep it off the accelerators.
-  import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  tf.config.set_visible_devices([], "GPU")
+  # TensorFlow is only the input pipeline: imported without its start-up lines
+  # and kept off the accelerators (`data.tensorflow_import`).
+  from vit_spectral.data import tensorflow_import  # pylint: disable=import-outside-toplevel
+  tensorflow_import.import_tensorflow()
 
   import jax  # pylint: disable=import-outside-toplevel
   if _FLAGS.target.value:  # compiled for the named TPU slice: no local accelerator needed
@@ -517,6 +443,8 @@ def main(argv):
                            process_id=_FLAGS.process_id.value)
   except ValueError as e:  # inconsistent cluster flags
     _exit_now(f"error: {e}", USAGE_EXIT_CODE)
+  from vit_spectral.training import run_log  # pylint: disable=import-outside-toplevel
+  run_log.quiet_terminal()   # on a terminal: INFO to train.log only, the progress line shows
   logging.info("JAX process %d of %d, %d local devices: %s", jax.process_index(),
                jax.process_count(), jax.local_device_count(), jax.devices())
   workdir = _FLAGS.workdir.value or os.path.join("workdir", config_name())
@@ -530,15 +458,15 @@ def run() -> None:
     print(help_text())
     sys.exit(0)
   try:
-    argv, unset = prepare_argv(sys.argv)
+    argv, overrides = prepare_argv(sys.argv)
   except CommandLineError as e:
     print(f"error: {e}", file=sys.stderr)
     sys.exit(USAGE_EXIT_CODE)
-  sys.argv = argv  # config_flags reads the overrides from sys.argv
+  sys.argv = argv  # the argv absl parses, without the overrides
 
   def parse(args):
     try:
-      return parse_prepared(args, unset)
+      return parse_prepared(args, overrides)
     except CommandLineError as e:
       print(f"error: {e}", file=sys.stderr)
       sys.exit(USAGE_EXIT_CODE)

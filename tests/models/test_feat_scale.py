@@ -123,7 +123,8 @@ def test_feat_scale_form_is_reachable_from_config_and_checked():
   config.model.block = dict(feat_scale=True, feat_scale_form="authors_deit")
   validate_model(model_spec(config.model), 8)
   config.model.block = dict(feat_scale=True, feat_scale_form="authors")
-  with pytest.raises(ValueError, match=r"model.block.feat_scale_form='authors'; choose one "
+  with pytest.raises(ValueError, match=r"model.block.feat_scale_form='authors' \(did you mean "
+                     r"'authors_deit'\?\); choose one "
                      r"of \['equations', 'authors_deit'\]"):
     validate_model(model_spec(config.model), 8)
   with pytest.raises(ValueError, match=r"FeatScale.form='twice'; choose one of"):

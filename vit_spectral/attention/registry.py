@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from typing import Callable, TypeVar
 
+from vit_spectral.names import did_you_mean
+
 _REGISTRY: dict[str, type] = {}
 
 T = TypeVar("T", bound=type)
@@ -70,5 +72,6 @@ def get_attention(name: str) -> type:
     return _REGISTRY[name]
   except KeyError:
     raise ValueError(
-        f"model.attention.name={name!r} is not a registered attention variant; "
-        f"choose one of {list(registered_attentions())}") from None
+        f"model.attention.name={name!r} is not a registered attention variant"
+        f"{did_you_mean(name, _REGISTRY)}; choose one of {list(registered_attentions())}"
+    ) from None

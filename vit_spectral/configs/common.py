@@ -1,5 +1,8 @@
 """Pieces every recipe shares, and the `file.py:key=value,...` argument syntax.
 
+Recipes import neither JAX nor TensorFlow (the command line builds and checks
+them before either is imported): only the sections' settings modules.
+
 A config file's `get_config(arg)` receives the text after the colon of
 `--config=configs/x.py:variant=S/16,depth=24` and reads it with `parse_arg`;
 single fields are overridden with `--config.optim.learning_rate=1e-3`.
@@ -12,17 +15,18 @@ from typing import Any
 import ml_collections
 
 from vit_spectral import settings
-from vit_spectral.data import randaugment as randaugment_lib
+from vit_spectral.names import did_you_mean
+from vit_spectral.data import augment_settings as randaugment_lib
 from vit_spectral.data.statistics import dataset_statistics
 from vit_spectral.data.input_settings import InputSettings
-from vit_spectral.models import build
-from vit_spectral.training.init_from import init_from_config
-from vit_spectral.training.mixing import MixSettings
-from vit_spectral.training.optim import OptimSettings
+from vit_spectral.models import model_settings
+from vit_spectral.training.init_from_settings import init_from_config
+from vit_spectral.training.mix_settings import MixSettings
+from vit_spectral.training.optim_settings import OptimSettings
 from vit_spectral.training.robustness import robustness_config
-from vit_spectral.training.diagnostics import DiagnosticsSettings
+from vit_spectral.training.diagnostics_settings import DiagnosticsSettings
 from vit_spectral.training.run_settings import RunSettings
-from vit_spectral.training.sharding import MeshSettings
+from vit_spectral.training.mesh_settings import MeshSettings
 
 
 # `model.dtype` of the recipes meant for accelerators (CIFAR, ImageNet): bf16
@@ -56,7 +60,8 @@ def parse_arg(arg: str | None, **defaults) -> ml_collections.ConfigDict:
       raise ValueError(f"config argument {item!r} is not of the form key=value")
     key, text = item.split("=", 1)
     if key not in defaults:
-      raise ValueError(f"unknown config argument {key!r}; the arguments are {sorted(defaults)}")
+      raise ValueError(f"unknown config argument {key!r}{did_you_mean(key, defaults)}; "
+                       f"the arguments are {sorted(defaults)}")
     result[key] = _convert(key, text, defaults[key])
   return ml_collections.ConfigDict(result)
 
@@ -97,8 +102,8 @@ def epoch_cadences(config: ml_collections.ConfigDict, epochs: float, *,
 
 def model_config(variant: str | None = None, **fields) -> ml_collections.ConfigDict:
   """The `config.model` block read by `vit_spectral.models.build_model`, at
-  the ViT's defaults (`vit_spectral.models.build.model_config`)."""
-  return build.model_config(variant=variant, **fields)
+  the ViT's defaults (`vit_spectral.models.model_settings.model_config`)."""
+  return model_settings.model_config(variant=variant, **fields)
 
 
 def optim_config(name: str = "adamw", **fields) -> ml_collections.ConfigDict:

@@ -1,56 +1,35 @@
 """Data sets and tf.data input pipelines for image classification.
 
-Importing this package registers the offline `digits` and `digits_parity`
-TFDS builders.
+Names are imported from their modules on first use (`lazy_exports`), so
+`import vit_spectral.data` imports no TensorFlow. Importing
+`data.input_pipeline` (which every pipeline function lives in) registers the
+offline `digits` and `digits_parity` TFDS builders.
 """
 
-from vit_spectral.data.digits import Digits, DigitsParity
-from vit_spectral.data.input_pipeline import (
-    SHIPPED_DATASETS,
-    DatasetMeta,
-    DatasetNotPreparedError,
-    StreamStart,
-    create_eval_dataset,
-    create_train_dataset,
-    dataset_meta,
-    get_builder,
-    planned_meta,
-    stream_start,
-    stream_start_at,
-    train_split,
-)
-from vit_spectral.data.statistics import (
-    DATASET_STATISTICS,
-    Normalization,
-    dataset_statistics,
-)
-from vit_spectral.data.input_settings import (
-    EVAL_RESIZES,
-    TRAIN_AUGMENTS,
-    InputSettings,
-    input_settings,
-)
+from vit_spectral import lazy_exports
+# TensorFlow-free, imported now (`data.input_settings` is the function, as the
+# module's name would otherwise shadow it once imported).
+from vit_spectral.data.input_settings import (  # noqa: F401
+    EVAL_RESIZES, TRAIN_AUGMENTS, InputSettings, input_settings)
+from vit_spectral.data.statistics import (  # noqa: F401
+    DATASET_STATISTICS, Normalization, dataset_statistics)
 
-__all__ = [
-    "DATASET_STATISTICS",
-    "Digits",
-    "DigitsParity",
-    "DatasetMeta",
-    "DatasetNotPreparedError",
-    "EVAL_RESIZES",
-    "InputSettings",
-    "Normalization",
-    "SHIPPED_DATASETS",
-    "StreamStart",
-    "TRAIN_AUGMENTS",
-    "create_eval_dataset",
-    "create_train_dataset",
-    "dataset_meta",
-    "dataset_statistics",
-    "get_builder",
-    "input_settings",
-    "planned_meta",
-    "stream_start",
-    "stream_start_at",
-    "train_split",
-]
+_EXPORTS = {
+    "Digits": "digits",
+    "DigitsParity": "digits",
+    "SHIPPED_DATASETS": "input_pipeline",
+    "DatasetMeta": "input_pipeline",
+    "DatasetNotPreparedError": "input_pipeline",
+    "StreamStart": "input_pipeline",
+    "create_eval_dataset": "input_pipeline",
+    "create_train_dataset": "input_pipeline",
+    "dataset_meta": "input_pipeline",
+    "get_builder": "input_pipeline",
+    "planned_meta": "input_pipeline",
+    "stream_start": "input_pipeline",
+    "stream_start_at": "input_pipeline",
+    "train_split": "input_pipeline",
+}
+__all__ = sorted([*_EXPORTS, "DATASET_STATISTICS", "EVAL_RESIZES", "InputSettings",
+                  "Normalization", "TRAIN_AUGMENTS", "dataset_statistics", "input_settings"])
+__getattr__, __dir__ = lazy_exports.exports(__name__, _EXPORTS)

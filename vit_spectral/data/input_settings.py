@@ -16,8 +16,8 @@ import dataclasses
 from typing import Any
 
 from vit_spectral import settings as settings_lib
-from vit_spectral.data import randaugment
-from vit_spectral.data.preprocessing import RESIZE_METHODS
+from vit_spectral.data import augment_settings as randaugment
+from vit_spectral.data.augment_settings import RESIZE_METHODS
 
 TRAIN_AUGMENTS = ("none", "pad_crop", "random_resized_crop", "resize")
 EVAL_RESIZES = ("none", "resize", "resize_center_crop")
@@ -148,8 +148,8 @@ class InputSettings:
             f"{_field('train_fraction')}={self.train_fraction} cannot be combined "
             f"with the sliced {_field('train_split')}={self.train_split!r}; slice "
             "one way")
-    randaugment.check_settings(self.randaugment_layers, self.randaugment_magnitude,
-                               self.randaugment_magnitude_std, self.randaugment_ops)
+    randaugment.check_randaugment(self.randaugment_layers, self.randaugment_magnitude,
+                                  self.randaugment_magnitude_std, self.randaugment_ops)
     if self.stream_shards is not None:
       settings_lib.check_range(self.stream_shards, _field("stream_shards"), 1)
       require(self.batch_size % self.stream_shards == 0,

@@ -43,18 +43,10 @@ from typing import Sequence
 
 from vit_spectral.data.tensorflow_import import tf
 
-MAX_LEVEL = 10.0
-# timm's "rand-m9-mstd0.5-inc1", DeiT's setting (paper 004 Table 10: "(9, 0.5)").
-NUM_LAYERS = 2
-MAGNITUDE = 9.0
-MAGNITUDE_STD = 0.5
-OP_SET = "increasing"
-# Names in the order of each op set in `OP_SETS` (index = the drawn op).
-OP_NAMES = (
-    "AutoContrast", "Equalize", "Invert", "Rotate", "PosterizeIncreasing",
-    "SolarizeIncreasing", "SolarizeAdd", "ColorIncreasing",
-    "ContrastIncreasing", "BrightnessIncreasing", "SharpnessIncreasing",
-    "ShearX", "ShearY", "TranslateXRel", "TranslateYRel")
+# The names, defaults and checks (without TensorFlow, for the command line).
+from vit_spectral.data.augment_settings import (  # noqa: E402,F401  (re-exported)
+    MAGNITUDE, MAGNITUDE_STD, MAX_LEVEL, NUM_LAYERS, OP_NAMES, OP_SET, OP_SET_NAMES,
+    check_randaugment)
 
 
 # ---------------------------------------------------------------------------
@@ -284,6 +276,7 @@ OP_SETS = {
                 translate_y),
 }
 assert all(len(ops) == len(OP_NAMES) for ops in OP_SETS.values())
+assert tuple(OP_SETS) == OP_SET_NAMES
 
 
 def apply_op(image: tf.Tensor, index, level, negate, fill,
@@ -298,18 +291,9 @@ def apply_op(image: tf.Tensor, index, level, negate, fill,
 
 def check_settings(num_layers: int, magnitude: float, magnitude_std: float,
                    op_set: str = OP_SET) -> None:
-  """Raises ValueError naming the bad `config.input.randaugment_*` field."""
-  if op_set not in OP_SETS:
-    raise ValueError(f"config.input.randaugment_ops={op_set!r}; choose one of "
-                     f"{list(OP_SETS)}")
-  if num_layers < 0:
-    raise ValueError(f"config.input.randaugment_layers={num_layers} must be >= 0")
-  if not 0.0 <= magnitude <= MAX_LEVEL:
-    raise ValueError(f"config.input.randaugment_magnitude={magnitude} must be "
-                     f"in [0, {MAX_LEVEL:g}]")
-  if magnitude_std < 0:
-    raise ValueError(
-        f"config.input.randaugment_magnitude_std={magnitude_std} must be >= 0")
+  """Raises ValueError naming the bad `config.input.randaugment_*` field
+  (`augment_settings.check_randaugment`)."""
+  check_randaugment(num_layers, magnitude, magnitude_std, op_set)
 
 
 def randaugment(image: tf.Tensor, seed: tf.Tensor, *, num_layers: int = NUM_LAYERS,

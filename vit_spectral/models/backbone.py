@@ -18,6 +18,7 @@ import in `models/__init__.py`.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from typing import Any, ClassVar, Mapping, Sequence
 
 import flax.linen as nn
@@ -25,6 +26,7 @@ import jax
 import jax.numpy as jnp
 
 from vit_spectral.layers.drop_path import linear_drop_path_rates
+from vit_spectral.names import did_you_mean
 from vit_spectral.models.specs import BlockSpec, EncoderSpec
 
 __all__ = ["Backbone", "ClassifierHead", "IsotropicBackbone", "POOLINGS", "StagedBackbone",
@@ -45,8 +47,19 @@ def register_models(cls: type, variants: Mapping[str, Mapping[str, Any]]) -> Non
     _MODELS[name] = (cls, dict(fields))
 
 
+# The modules that register model names (`models/__init__.py` imports its names
+# lazily, so the registry imports them when it is first read).
+_FAMILIES = ("vit", "swin", "cait", "cswin")
+
+
+def _import_families() -> None:
+  for family in _FAMILIES:
+    importlib.import_module(f"vit_spectral.models.{family}")
+
+
 def registered_model_names() -> tuple[str, ...]:
   """Every registered model name, in registration order."""
+  _import_families()
   return tuple(_MODELS)
 
 
@@ -56,9 +69,10 @@ def model_entry(name: str) -> tuple[type, dict[str, Any]]:
   Raises:
     ValueError: `name` is not registered; the message lists the names.
   """
+  _import_families()
   if name not in _MODELS:
-    raise ValueError(f"model.variant={name!r} is not a registered model name; "
-                     f"choose one of {list(_MODELS)}")
+    raise ValueError(f"model.variant={name!r} is not a registered model name"
+                     f"{did_you_mean(name, _MODELS)}; choose one of {sorted(_MODELS)}")
   cls, fields = _MODELS[name]
   return cls, {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in fields.items()}
 

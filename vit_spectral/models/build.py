@@ -40,21 +40,25 @@ import typing
 from typing import Any, Mapping
 
 import jax.numpy as jnp
-import ml_collections
 from ml_collections import config_dict
 
 from vit_spectral.models.backbone import model_entry
-from vit_spectral.models.segments import check_overrides, layer_specs
-from vit_spectral.models.specs import BlockSpec, EncoderSpec, check_attention_options
-from vit_spectral.models.variants import MODEL_NAMES
+# Writing and checking config.model needs no JAX (`model_config`); re-exported.
+from vit_spectral.models import model_settings
+from vit_spectral.models.model_settings import ModelPlan, check_known, model_plan  # noqa: F401
+from vit_spectral.models.segments import layer_specs
+from vit_spectral.models.specs import LIVE_FACTS, BlockSpec, EncoderSpec
 from vit_spectral.models.vit import ViT
 from vit_spectral.settings import plain
 
 _DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16, "float16": jnp.float16}
+DTYPE_NAMES = tuple(_DTYPES)
 # Module fields that are not config keys: the caller supplies num_classes,
 # flax owns parent and name, and the specs are spelled out (`config_keys`).
 _NOT_CONFIG = ("parent", "name", "num_classes", "block", "encoder")
 _BLOCK_HINTS = typing.get_type_hints(BlockSpec)
+# The section at the class's defaults, from `models.catalog` (JAX-free, re-exported).
+model_config = model_settings.model_config
 
 
 def model_class(variant: str | None) -> type:
@@ -66,19 +70,6 @@ def model_class(variant: str | None) -> type:
 def named_fields(variant: str) -> dict[str, Any]:
   """The config-form fields a registered name stands for (a copy)."""
   return model_entry(variant)[1]
-
-
-def _merge_variant(named: Mapping[str, Any], cfg: Mapping[str, Any]) -> dict[str, Any]:
-  """`cfg` over the variant's `named` fields; the dict-valued "block" merges
-  key by key, "attention" too unless `cfg` names another variant."""
-  merged = {**named, **cfg}
-  if "block" in named and "block" in cfg:
-    merged["block"] = {**named["block"], **cfg["block"]}
-  if "attention" in named and "attention" in cfg:
-    other = cfg["attention"].get("name", named["attention"].get("name"))
-    if other == named["attention"].get("name"):
-      merged["attention"] = {**named["attention"], **cfg["attention"]}
-  return merged
 
 
 def _model_fields(cls: type) -> list[dataclasses.Field]:
@@ -104,7 +95,8 @@ def block_options(cls: type = ViT) -> list[str]:
   return [f.name for f in dataclasses.fields(BlockSpec) if f.name not in excluded]
 
 
-def _dtype_name(dtype: Any) -> str:
+def dtype_name(dtype: Any) -> str:
+  """"float32" for jnp.float32, ... (the config's name of a dtype)."""
   return next(name for name, value in _DTYPES.items() if value == dtype)
 
 
@@ -123,8 +115,9 @@ def _placeholder(hint: Any):
   return config_dict.placeholder(typing.get_origin(hint) or hint)
 
 
-def _defaults(cls: type) -> dict[str, Any]:
-  """Every config.model key of `cls` at its default (placeholders where none)."""
+def live_defaults(cls: type) -> dict[str, Any]:
+  """Every config.model key of `cls` at its default (placeholders where none),
+  from the class itself (`models.catalog` keeps them for `model_config`)."""
   hints = typing.get_type_hints(cls)
   block = dict({f.name: f.default for f in dataclasses.fields(BlockSpec)
                 if f.default is not dataclasses.MISSING},
@@ -143,7 +136,7 @@ def _defaults(cls: type) -> dict[str, Any]:
     else:
       default, hint = getattr(encoder, field), typing.get_type_hints(EncoderSpec)[field]
     if field in ("dtype", "param_dtype"):
-      base[key] = _dtype_name(default)
+      base[key] = dtype_name(default)
     elif default is dataclasses.MISSING or default is None:
       base[key] = _placeholder(hint)
     else:
@@ -151,51 +144,12 @@ def _defaults(cls: type) -> dict[str, Any]:
   return base
 
 
-def model_config(**fields: Any) -> ml_collections.ConfigDict:
-  """The `config.model` section at the model class's defaults, then the
-  fields `fields["variant"]` stands for (a backbone's; a ViT name's shapes
-  stay implied by the name), then `fields`.
-
-  Shape fields without a default (and `variant`) are typed placeholders, so
-  `--config.model.depth=6` works from the command line.
-  """
-  variant = fields.get("variant")
-  cls = model_class(variant)
-  base = _defaults(cls)
-  check_known(fields, base, "config.model", cls.__name__)
-  if variant is not None and variant not in MODEL_NAMES:
-    fields = _merge_variant(named_fields(variant), fields)
-    if "attention" in fields and "name" not in fields["attention"]:
-      fields["attention"] = dict(base["attention"], **fields["attention"])
-  # None keeps a placeholder typed (overridable from the command line).
-  base.update({k: v for k, v in fields.items()
-               if v is not None or not isinstance(base[k], config_dict.FieldReference)})
-  return ml_collections.ConfigDict(base)
-
-
-def check_known(options: Mapping[str, Any], valid: Any, field: str,
-                owner: str = "") -> None:
-  """Every key of `options` must be in `valid`; the error lists them."""
-  unknown = sorted(set(options) - set(valid))
-  if unknown:
-    raise ValueError(f"{field} has unknown options {unknown}; "
-                     f"{owner or field} accepts {sorted(set(valid))}")
-
-
-def _check_overrides(overrides, depth: int, block: BlockSpec) -> None:
-  """Each override's keys, layer range, attention and block options; then
-  every layer's spec is made (so a bad value raises here, naming its field)."""
-  check_overrides(overrides, depth)
-  valid = [f.name for f in dataclasses.fields(BlockSpec)
-           if f.name not in ("attention", "attention_kwargs")]
-  for n, override in enumerate(overrides):
-    override = plain(override)
-    attention = dict(plain(override.get("attention") or {}))
-    name = attention.pop("name", block.attention)
-    check_attention_options(name, attention, f"model.layer_overrides[{n}].attention")
-    check_known(plain(override.get("block") or {}), valid, f"model.layer_overrides[{n}].block",
-                "BlockSpec (the attention goes in the override's 'attention' dict)")
-  layer_specs(depth, block, overrides)
+def required_keys(cls: type) -> list[str]:
+  """The config.model keys of `cls` without a default: a variant or the
+  config must set them."""
+  return [k for k, (where, field) in config_keys(cls).items()
+          if (where == "model" and _field(cls, field).default is dataclasses.MISSING)
+          or (where == "block" and field in ("num_heads", "mlp_dim"))]
 
 
 def model_kwargs(model_config: Mapping[str, Any]) -> dict[str, Any]:
@@ -203,50 +157,40 @@ def model_kwargs(model_config: Mapping[str, Any]) -> dict[str, Any]:
   describes (`model_class(model.variant)`): its own fields, "block" (a
   `BlockSpec`) and "encoder" (an `EncoderSpec`).
 
-  Keys `model_config` lacks (or sets to None) keep the variant's fields, then
-  the defaults.
+  The config is checked and sorted by `model_plan` (the checks the command
+  line makes too), then the specs are made from the live registries, which
+  check the block again, and each layer override's spec is made.
 
   Raises:
-    ValueError: an unknown key in `model`, `model.attention`, `model.block`
-      or a layer override (the error lists the valid ones), an unknown
-      variant or dtype, shape fields neither set nor given by a variant, or
-      a value out of its range (the specs' checks).
+    ValueError: as `model_plan`, or a layer override's spec.
   """
-  cfg = {k: v for k, v in dict(plain(model_config)).items() if v is not None}
-  variant = cfg.pop("variant", None)
-  cls = model_class(variant)
-  keys = config_keys(cls)
-  check_known(cfg, ["variant", "attention", "block", *keys], "config.model", cls.__name__)
-  if variant is not None:
-    cfg = _merge_variant(named_fields(variant), cfg)
-  attention = dict(plain(cfg.pop("attention", {})))
-  values: dict[str, dict[str, Any]] = {"model": {}, "encoder": {},
-                                       "block": dict(getattr(cls, "BLOCK_DEFAULTS", {}))}
-  values["block"]["attention"] = attention.pop("name", BlockSpec.attention)
-  check_attention_options(values["block"]["attention"], attention)
-  values["block"]["attention_kwargs"] = attention
-  options = dict(plain(cfg.pop("block", {})))
-  check_known(options, block_options(cls), "model.block",
-              f"BlockSpec (the other fields are set by the {cls.__name__} itself)")
-  values["block"].update(options)
-  overrides = tuple(plain(o) for o in cfg.pop("layer_overrides", ()))
-  for key, value in cfg.items():
-    where, field = keys[key]
-    if field in ("dtype", "param_dtype"):
-      value = parse_dtype(value, f"model.{key}")
-    values[where][field] = value
-  required = [k for k, (where, field) in keys.items()
-              if (where == "model" and _field(cls, field).default is dataclasses.MISSING)
-              or (where == "block" and field in ("num_heads", "mlp_dim"))]
-  missing = [k for k in required if k not in cfg]
-  if missing:
-    raise ValueError(f"model config needs model.variant or explicit {missing}")
-  fields = dict(values["model"], block=BlockSpec(**values["block"]),
-                encoder=EncoderSpec(**values["encoder"]))
-  if overrides:
-    fields["layer_overrides"] = overrides
-    _check_overrides(overrides, fields["depth"], fields["block"])
+  plan = model_plan(model_config, facts=_LiveCatalogFacts())
+  block = dict(plan.block)
+  for field in ("dtype", "param_dtype"):
+    block[field] = parse_dtype(block[field], f"model.{field}")
+  fields = dict(plan.model, block=BlockSpec(**block), encoder=plan.encoder)
+  if plan.layer_overrides:
+    fields["layer_overrides"] = plan.layer_overrides
+    layer_specs(fields["depth"], fields["block"], plan.layer_overrides)
   return fields
+
+
+class _LiveCatalogFacts:
+  """`model_plan`'s facts from the live registries (a run checks with what
+  is registered now, a variant registered by the user included)."""
+
+  def attention(self, name):
+    return LIVE_FACTS.attention(name)
+
+  norms = property(lambda self: LIVE_FACTS.norms)
+  activations = LIVE_FACTS.activations
+  feat_scale_forms = LIVE_FACTS.feat_scale_forms
+  dtypes = DTYPE_NAMES
+
+  @property
+  def initializers(self):
+    from vit_spectral.layers.initializers import registered_initializers  # pylint: disable=import-outside-toplevel
+    return registered_initializers()
 
 
 def _field(cls: type, name: str) -> dataclasses.Field:

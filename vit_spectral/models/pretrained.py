@@ -121,7 +121,8 @@ def register_timm_converter(prefix: str, load_timm_fn: Callable[..., Any],
   if model_class is not None:
     _LOAD_INTO[model_class] = timm_params_fn
 
-FORMATS = ("timm", "big_vision", "vit_spectral")
+# The formats (one definition, JAX-free for the command line).
+from vit_spectral.training.init_from_settings import FORMATS  # noqa: E402
 # How each format's position embedding is resampled (models.posemb).
 _RESAMPLING = {"timm": "bicubic", "big_vision": "scipy_linear", "vit_spectral": "bicubic"}
 # timm's widths: size word -> (hidden_size, depth, num_heads, mlp_dim), as timm's
@@ -814,3 +815,8 @@ def _load_checked(converted, names, unused, config, image_size, resampling, over
   size = image_size or _source_grid_size(converted, config["patch_size"], num_prefix)
   return _load(converted, names, unused, config, num_classes, size, resampling, overrides,
                reinit_head)
+
+
+# The families' converters register themselves (`register_timm_converter`) when
+# imported; this module is complete here, so they can import it.
+from vit_spectral.models import cait_timm, swin_timm  # noqa: E402,F401  isort: skip

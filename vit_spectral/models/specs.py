@@ -21,36 +21,63 @@ model built from them has nothing left to check but what depends on the input
 from __future__ import annotations
 
 import dataclasses
+import typing
 from typing import Any, ClassVar, Mapping, NamedTuple
 
-import jax
 import jax.numpy as jnp
 
 from vit_spectral.attention import get_attention
-from vit_spectral.layers.feat_scale import check_feat_scale_form
-from vit_spectral.layers.mlp import check_activation
-from vit_spectral.layers.norms import LAYER_NORM_EPSILON, get_norm
+from vit_spectral.layers.feat_scale import FEAT_SCALE_FORMS
+from vit_spectral.layers.mlp import MLP_ACTIVATIONS
+from vit_spectral.layers.norms import LAYER_NORM_EPSILON, registered_norms
+# The checks and the encoder's spec, JAX-free for the command line (re-exported).
+from vit_spectral.models import spec_checks
+from vit_spectral.models.spec_checks import (  # noqa: F401
+    ATTENTION_FIELDS_SET_BY_BLOCK, ATTENTION_RESIDUALS, BLOCK_ORDERS, ENCODER_MODES,
+    ENCODER_RESIDUALS, AttentionFacts, EncoderSpec, check_block, check_rate)
 from vit_spectral.settings import plain
 
 __all__ = ["ATTENTION_FIELDS_SET_BY_BLOCK", "ATTENTION_RESIDUALS", "BLOCK_ORDERS", "BlockSpec",
-           "BranchSpec", "ENCODER_MODES", "ENCODER_RESIDUALS", "EncoderSpec",
-           "check_attention_options", "check_rate"]
-
-ENCODER_MODES = ("scan", "loop")
-# What the encoder's backward pass keeps from the forward (EncoderSpec.residuals).
-ENCODER_RESIDUALS = ("all", "dots")
-# How the attention branch meets the residual stream (BlockSpec.attention_residual).
-ATTENTION_RESIDUALS = ("add", "replace", "none")
-BLOCK_ORDERS = ("pre_norm", "post_norm", "lipsformer")
-# The attention fields every Block sets itself (so not `model.attention` options).
-ATTENTION_FIELDS_SET_BY_BLOCK = ("num_heads", "dropout_rate", "deterministic", "kernel_init",
-                                 "grid_size", "num_prefix_tokens", "dtype", "param_dtype")
+           "BranchSpec", "ENCODER_MODES", "ENCODER_RESIDUALS", "EncoderSpec", "LIVE_FACTS",
+           "attention_facts", "check_attention_options", "check_rate"]
 
 
-def check_rate(value: float, field: str) -> None:
-  """A dropout or drop-path rate: in [0, 1)."""
-  if not 0.0 <= value < 1.0:
-    raise ValueError(f"{field}={value} must be in [0, 1)")
+def attention_facts(cls: type) -> AttentionFacts:
+  """What the checks need of attention class `cls` (`spec_checks.AttentionFacts`):
+  its fields the Block does not set itself, with their types."""
+  hints = typing.get_type_hints(cls)
+  options = {f.name: type_name(hints.get(f.name, Any)) for f in dataclasses.fields(cls)
+             if f.name not in ("parent", "name", *ATTENTION_FIELDS_SET_BY_BLOCK)}
+  return AttentionFacts(cls.__name__, dict(sorted(options.items())),
+                        bool(getattr(cls, "updates_prefix_only", False)),
+                        bool(getattr(cls, "mixes_skip", False)))
+
+
+def type_name(hint: Any) -> str:
+  """"int", "float", "bool", "str" or "tuple" for a field's type (`X | None` ->
+  X's), else "any"."""
+  args = [a for a in typing.get_args(hint) if a is not type(None)]
+  if type(None) in typing.get_args(hint) and len(args) == 1:
+    hint = args[0]
+  hint = typing.get_origin(hint) or hint
+  return {int: "int", float: "float", bool: "bool", str: "str", tuple: "tuple"}.get(hint, "any")
+
+
+class _LiveFacts:
+  """The facts `spec_checks.check_block` needs, from the live registries."""
+
+  def attention(self, name: str) -> AttentionFacts:
+    return attention_facts(get_attention(name))
+
+  @property
+  def norms(self) -> tuple[str, ...]:
+    return registered_norms()
+
+  activations = MLP_ACTIVATIONS
+  feat_scale_forms = FEAT_SCALE_FORMS
+
+
+LIVE_FACTS = _LiveFacts()
 
 
 def check_attention_options(name: str, options: Mapping[str, Any],
@@ -58,12 +85,7 @@ def check_attention_options(name: str, options: Mapping[str, Any],
   """The attention class `name` registers, after checking that every key of
   `options` is one of its fields the Block does not set itself."""
   cls = get_attention(name)
-  valid = sorted(f.name for f in dataclasses.fields(cls)
-                 if f.name not in ("parent", "name", *ATTENTION_FIELDS_SET_BY_BLOCK))
-  unknown = sorted(set(options) - set(valid))
-  if unknown:
-    raise ValueError(f"{field} has unknown options {unknown}; {cls.__name__} (the others "
-                     f"are set by the model) accepts {valid}")
+  spec_checks.check_attention_options(attention_facts(cls), options, field)
   return cls
 
 
@@ -160,54 +182,7 @@ class BlockSpec:
 
   def __post_init__(self):
     object.__setattr__(self, "attention_kwargs", dict(plain(self.attention_kwargs or {})))
-    for field in ("num_heads", "mlp_dim"):
-      value = getattr(self, field)
-      if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                or value <= 0):
-        raise ValueError(f"model.{field}={value!r} must be a positive integer")
-    check_rate(self.dropout_rate, "model.dropout_rate")
-    check_rate(self.attention_dropout_rate, "model.attention_dropout_rate")
-    get_norm(self.norm)     # raises for an unregistered norm, listing them
-    attention_cls = check_attention_options(self.attention, self.attention_kwargs)
-    if attention_cls.updates_prefix_only:
-      raise ValueError(f"model.attention.name={self.attention!r} updates the class token "
-                       "only and cannot run in a Block (its output is not one per token); "
-                       "it is the class stage of models.cait")
-    check_activation(self.mlp_activation)
-    if self.mlp_activation == "swiglu" and self.mlp_dim is not None and self.mlp_dim % 2:
-      raise ValueError(f"model.mlp_dim={self.mlp_dim} must be even with "
-                       "model.block.mlp_activation='swiglu' (fc1's output is split in two)")
-    if self.block_order not in BLOCK_ORDERS:
-      raise ValueError(f"model.block.block_order={self.block_order!r}; choose one "
-                       f"of {list(BLOCK_ORDERS)}")
-    if self.block_order == "lipsformer" and self.residual_alpha is None:
-      raise ValueError("model.block.block_order='lipsformer' needs "
-                       "model.block.residual_alpha (e.g. 1/L for L blocks)")
-    if self.extra_depthwise_branch and not self.conv_block:
-      raise ValueError("model.block.extra_depthwise_branch=True is a second convolution "
-                       "branch: it needs model.block.conv_block=True")
-    if self.conv_kernel_size < 1:
-      raise ValueError(f"model.block.conv_kernel_size={self.conv_kernel_size} "
-                       "must be positive")
-    for field in ("feat_scale", "drop_path_rescale", "use_mlp", "conv_block"):
-      if not isinstance(getattr(self, field), bool):
-        raise ValueError(f"model.block.{field}={getattr(self, field)!r} must be True or False")
-    check_feat_scale_form(self.feat_scale_form, "model.block.feat_scale_form")
-    self._check_attention_residual(attention_cls)
-
-  def _check_attention_residual(self, attention_cls: type) -> None:
-    if self.attention_residual not in ATTENTION_RESIDUALS:
-      raise ValueError(f"model.block.attention_residual={self.attention_residual!r}; choose "
-                       f"one of {list(ATTENTION_RESIDUALS)}")
-    if self.attention_residual == "replace" and not attention_cls.mixes_skip:
-      raise ValueError(
-          "model.block.attention_residual='replace' needs an attention variant with "
-          f"its own skip path (mixes_skip); {attention_cls.__name__} has none: "
-          "use 'add' or 'none'")
-    if self.attention_residual != "add" and self.block_order != "pre_norm":
-      raise ValueError(
-          f"model.block.attention_residual={self.attention_residual!r} needs "
-          f"model.block.block_order='pre_norm' (got {self.block_order!r})")
+    check_block(self.as_dict(), LIVE_FACTS)   # spec_checks: the command line runs it too
 
   @property
   def attention_class(self) -> type:
@@ -271,57 +246,3 @@ class BlockSpec:
   def ends_in_norm(self) -> bool:
     """Whether the block ends in a norm (its last branch post-norms)."""
     return self.branches()[-1].post_norm
-
-
-@dataclasses.dataclass(frozen=True)
-class EncoderSpec:
-  """How an encoder runs its blocks (`models.vit.Encoder` explains the modes
-  and gives the measurements behind the defaults).
-
-  Attributes:
-    mode: "scan" (one `nn.scan` per segment of identical layers, parameters
-      stacked on a leading depth axis) or "loop" (one subtree per block).
-    unroll: "scan" only: blocks per iteration of the compiled loop (>= 1).
-    residuals: what the backward pass keeps without remat: "all", "dots",
-      or None = per backend ("dots" for the scan on CPU).
-    remat: rematerialise each block in the backward pass.
-    drop_path_rate: the largest stochastic-depth rate; each model spreads it
-      over its blocks (ViT and the hierarchical backbones: linear in depth;
-      CaiT: uniform).
-  """
-  mode: str = "scan"
-  unroll: int = 1
-  residuals: str | None = None
-  remat: bool = False
-  drop_path_rate: float = 0.0
-
-  # config.model spelling of each field.
-  CONFIG_KEYS: ClassVar[dict[str, str]] = {
-      "mode": "encoder_mode", "unroll": "encoder_unroll", "residuals": "encoder_residuals",
-      "remat": "remat", "drop_path_rate": "drop_path_rate"}
-
-  def __post_init__(self):
-    if self.mode not in ENCODER_MODES:
-      raise ValueError(f"model.encoder_mode={self.mode!r}; choose one of {list(ENCODER_MODES)}")
-    if isinstance(self.unroll, bool) or not isinstance(self.unroll, int) or self.unroll < 1:
-      raise ValueError(f"model.encoder_unroll={self.unroll!r} must be an int >= 1 (blocks "
-                       "per iteration of the scanned encoder's loop)")
-    if self.unroll != 1 and self.mode != "scan":
-      raise ValueError(f"model.encoder_unroll={self.unroll} applies to "
-                       f"model.encoder_mode='scan' only (got {self.mode!r}); leave it at 1")
-    if self.residuals is not None and self.residuals not in ENCODER_RESIDUALS:
-      raise ValueError(f"model.encoder_residuals={self.residuals!r}; choose one of "
-                       f"{list(ENCODER_RESIDUALS)} or None (per backend)")
-    if self.residuals is not None and self.remat:
-      raise ValueError(f"model.encoder_residuals={self.residuals!r} applies without "
-                       "model.remat (remat keeps no residuals); leave it None")
-    check_rate(self.drop_path_rate, "model.drop_path_rate")
-
-  def residual_policy(self) -> str:
-    """`residuals`, or its per-backend default."""
-    if self.residuals is not None:
-      return self.residuals
-    return "dots" if self.mode == "scan" and jax.default_backend() == "cpu" else "all"
-
-  def replace(self, **changes: Any) -> "EncoderSpec":
-    return dataclasses.replace(self, **changes)

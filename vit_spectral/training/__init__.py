@@ -17,7 +17,8 @@
   resume          resume checks against config.json and checkpoints; config history
   stream_state    the input stream's position saved with each checkpoint; rollbacks
   preemption      SIGTERM/SIGINT: stop at a step all processes agree on (exit 75)
-  run_log         the run's log file
+  run_log         the run's log file; on a terminal, INFO lines go only there
+  progress        the terminal's progress line (step, loss, accuracy, steps/s, ETA)
   config_checks   builds every section, cross-section checks, eval_shape of init
   distributed     jax.distributed.initialize from the command line's cluster flags
   dry_run         compiles the sharded train step on abstract inputs (--dry_run)
@@ -28,7 +29,7 @@ Submodules are imported on use (`from vit_spectral.training import trainer`).
 
 __all__ = [
     "checkpointing", "config_checks", "device_prefetch", "distributed", "dry_run", "durations",
-    "ema", "init_from", "mixing", "optim", "preemption",
+    "ema", "init_from", "mixing", "optim", "preemption", "progress",
     "resume", "robustness", "run_log", "run_settings", "sharding", "state_fingerprint", "steps", "stream_state",
     "train_state", "trainer", "workdir_lock",
 ]

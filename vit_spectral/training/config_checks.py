@@ -10,28 +10,34 @@ Batches against the mesh: the train batch must split evenly over the
 batch-parallel devices (mesh.data × mesh.fsdp) and the processes (the error
 names the nearest valid sizes); the eval batch is rounded up to do so
 (`round_eval_batch`), which the trainer uses through `validate_config`'s result.
+
+`check_config` makes every check that needs neither JAX nor the devices (the
+command line's `--print_config`); `validate_config` makes those and the rest.
+This module imports JAX only inside the functions that need it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
-import jax
-import jax.numpy as jnp
 from absl import logging
 
 from vit_spectral import settings as settings_lib
 from vit_spectral.data.input_settings import InputSettings
-from vit_spectral.models.build import ModelSpec
-from vit_spectral.training.optim import check_schedule_length
-from vit_spectral.training.run_settings import TrainingSettings, training_settings
-from vit_spectral.training.sharding import MeshSettings
+from vit_spectral.training.optim_settings import check_schedule_length
+from vit_spectral.training.run_settings import (TrainingSettings, checked_settings,
+                                                training_settings)
+from vit_spectral.training.mesh_settings import MeshSettings
 
 
-def validate_model(model: ModelSpec, image_size: int, channels: int = 3) -> None:
-  """Checks the converted `config.model` (`TrainingSettings.model`) on an
-  image_size² input with `channels` channels (an abstract init: what depends
-  on the input, e.g. the patch size dividing the image)."""
+def validate_model(model: Any, image_size: int, channels: int = 3) -> None:
+  """Checks the converted `config.model` (`TrainingSettings.model`, a
+  `models.build.ModelSpec`) on an image_size² input with `channels` channels
+  (an abstract init: what depends on the input, e.g. the patch size dividing
+  the image)."""
+  import jax  # pylint: disable=import-outside-toplevel
+  import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
   model = model.build(num_classes=1)
   image = jax.ShapeDtypeStruct((1, image_size, image_size, channels), jnp.float32)
   try:
@@ -105,20 +111,24 @@ def round_eval_batch(input_config: InputSettings, mesh: MeshSettings,
   return dataclasses.replace(input_config, eval_batch_size=rounded)
 
 
-def validate_config(config, num_devices: int | None = None) -> TrainingSettings:
-  """Raises ValueError naming the first invalid field of a training config;
-  returns its typed training sections, the eval batch rounded up to fit the
-  mesh (`round_eval_batch`).
+def check_config(config) -> TrainingSettings:
+  """The checks of a run that need neither JAX nor the devices: every section
+  (`run_settings.checked_settings`, `config.model` against the registries'
+  facts) and the checks across sections. `--print_config` and the command
+  line's config errors run these; `validate_config` runs them too, then what
+  needs the devices and the traced model.
 
-  Args:
-    config: the training config.
-    num_devices: devices the mesh spans (default: all, `jax.device_count()`).
+  Raises:
+    ValueError: naming the first invalid field.
   """
-  sections = training_settings(config)
-  num_devices = jax.device_count() if num_devices is None else num_devices
-  check_train_batch(sections.input, sections.mesh, num_devices, jax.process_count())
-  sections = dataclasses.replace(sections, input=round_eval_batch(
-      sections.input, sections.mesh, num_devices, jax.process_count()))
+  sections = checked_settings(config)
+  check_across_sections(sections)
+  return sections
+
+
+def check_across_sections(sections: TrainingSettings) -> None:
+  """What needs two sections: the schedule against the run's length, EMA
+  for the corruption evaluation's EMA parameters."""
   run, optim = sections.run, sections.optim
   # Durations in epochs are known only with the data set (the schedule checks them).
   if run.total_steps and optim.warmup_epochs is None and optim.cooldown_epochs is None:
@@ -127,5 +137,26 @@ def validate_config(config, num_devices: int | None = None) -> TrainingSettings:
       not (sections.robustness.enabled and sections.robustness.use_ema)
       or sections.run.uses_ema,
       "robustness.use_ema=True needs config.ema_decay > 0")
+
+
+def validate_config(config, num_devices: int | None = None) -> TrainingSettings:
+  """Raises ValueError naming the first invalid field of a training config;
+  returns its typed training sections, the eval batch rounded up to fit the
+  mesh (`round_eval_batch`).
+
+  `check_config`'s checks, with the model's specs made from the live
+  registries, then the batch against the mesh and the model's abstract init.
+
+  Args:
+    config: the training config.
+    num_devices: devices the mesh spans (default: all, `jax.device_count()`).
+  """
+  import jax  # pylint: disable=import-outside-toplevel
+  sections = training_settings(config)
+  check_across_sections(sections)
+  num_devices = jax.device_count() if num_devices is None else num_devices
+  check_train_batch(sections.input, sections.mesh, num_devices, jax.process_count())
+  sections = dataclasses.replace(sections, input=round_eval_batch(
+      sections.input, sections.mesh, num_devices, jax.process_count()))
   validate_model(sections.model, sections.input.image_size, len(sections.input.mean))
   return sections

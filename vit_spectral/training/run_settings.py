@@ -8,22 +8,26 @@ both (`vit_spectral.training.durations` converts epochs to steps).
 `training_settings(config)` converts the top level and every section once
 (an unknown top-level key raises); `config.model` becomes a
 `models.build.ModelSpec` there, the one conversion of a run.
+`checked_settings(config)` makes the same conversions and checks without JAX
+(`config.model` becomes a `models.model_settings.ModelPlan`): the command
+line's `--print_config` and config errors.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Callable
 
 from vit_spectral import settings as settings_lib
+from vit_spectral.names import did_you_mean
 from vit_spectral.data.input_settings import InputSettings, input_settings
-from vit_spectral.models.build import ModelSpec, model_spec
-from vit_spectral.training.diagnostics import DiagnosticsSettings
-from vit_spectral.training.init_from import InitFromSettings
-from vit_spectral.training.mixing import MixSettings
-from vit_spectral.training.optim import OptimSettings
+from vit_spectral.models.model_settings import model_plan
+from vit_spectral.training.diagnostics_settings import DiagnosticsSettings
+from vit_spectral.training.init_from_settings import InitFromSettings
+from vit_spectral.training.mix_settings import MixSettings
+from vit_spectral.training.optim_settings import OptimSettings
 from vit_spectral.training.robustness import RobustnessSettings
-from vit_spectral.training.sharding import MeshSettings
+from vit_spectral.training.mesh_settings import MeshSettings
 
 
 ON_NONFINITE = ("stop", "rollback")  # config.on_nonfinite
@@ -145,9 +149,10 @@ def run_settings(config: Any) -> RunSettings:
 @dataclasses.dataclass(frozen=True)
 class TrainingSettings:
   """The typed sections of one config; `model` is `config.model` converted
-  once (`models.build.ModelSpec`)."""
+  once (`models.build.ModelSpec` in a run, `models.model_settings.ModelPlan`
+  from `checked_settings`)."""
 
-  model: ModelSpec
+  model: Any
   run: RunSettings
   input: InputSettings
   optim: OptimSettings
@@ -160,12 +165,26 @@ class TrainingSettings:
 
 def training_settings(config: Any) -> TrainingSettings:
   """Converts (and so checks) the top level and every training section of
-  `config`; an absent section takes its defaults."""
+  `config`; an absent section takes its defaults. `config.model` becomes a
+  `models.build.ModelSpec` (imports JAX and the model classes)."""
+  from vit_spectral.models.build import model_spec  # pylint: disable=import-outside-toplevel
+  return _sections(config, model_spec)
+
+
+def checked_settings(config: Any) -> TrainingSettings:
+  """`training_settings` without JAX: the same sections and checks, with
+  `config.model` as a `models.model_settings.ModelPlan` (the facts of the
+  registries read from `models.catalog`)."""
+  return _sections(config, model_plan)
+
+
+def _sections(config: Any, convert_model: Callable[[Any], Any]) -> TrainingSettings:
   known = {*settings_lib.field_names(RunSettings), "input", "model", *(
       cls.SECTION for cls in (OptimSettings, MixSettings, RobustnessSettings, InitFromSettings,
                            MeshSettings, DiagnosticsSettings))}
   unknown = sorted(set(config.keys()) - known)
-  settings_lib.require(not unknown, f"config has unknown fields {unknown}; the fields "
+  settings_lib.require(not unknown, f"config has unknown fields {unknown}"
+                       f"{did_you_mean(unknown[0], known) if unknown else ''}; the fields "
                        f"are {sorted(known)}")
   settings_lib.require("input" in config, "config.input is missing")
   sections = {name: settings_lib.from_config(cls, config.get(cls.SECTION))
@@ -174,5 +193,5 @@ def training_settings(config: Any) -> TrainingSettings:
                                 ("init_from", InitFromSettings), ("mesh", MeshSettings),
                                 ("diagnostics", DiagnosticsSettings))}
   settings_lib.require("model" in config, "config.model is missing")
-  return TrainingSettings(model=model_spec(config.model), run=run_settings(config),
+  return TrainingSettings(model=convert_model(config.model), run=run_settings(config),
                           input=input_settings(config.input), **sections)

@@ -31,7 +31,6 @@ end with the parameter path.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import re
 from typing import Any, Callable, Iterator, Sequence
@@ -49,9 +48,8 @@ from vit_spectral.models.token_layouts import ATTENTION_MODULE
 from vit_spectral.models.vit import Block
 from vit_spectral.training.optim import param_path
 
-MESH_AXES = ("data", "fsdp", "model")
-# The axes a batch is split over (both batch parallel), in mesh order.
-BATCH_AXES = ("data", "fsdp")
+# The mesh axes and the batch-parallel ones, in mesh order (`mesh_settings`).
+from vit_spectral.training.mesh_settings import BATCH_AXES, MESH_AXES  # noqa: E402,F401
 FSDP_AXIS = "fsdp"
 
 # Megatron-style tensor parallelism: heads and MLP hidden units on "model".
@@ -131,57 +129,7 @@ def tensor_parallel_rules() -> tuple[tuple[str, tuple[str | None, ...]], ...]:
 TENSOR_PARALLEL_RULES = tensor_parallel_rules()
 
 
-@dataclasses.dataclass(frozen=True)
-class MeshSettings:
-  """`config.mesh`: the size of each mesh axis; -1 = all remaining devices.
-
-  Attributes:
-    data: batch-parallel axis size (default: every device).
-    fsdp: batch-parallel axis size over which parameters, optimizer state and
-      EMA are also sharded (module docstring); 1 = off.
-    model: tensor-parallel axis size (heads and MLP hidden units).
-  """
-
-  SECTION = "mesh"
-
-  data: int = -1
-  fsdp: int = 1
-  model: int = 1
-
-  def __post_init__(self):
-    sizes = self.sizes()
-    for axis, size in sizes.items():
-      valid = isinstance(size, int) and not isinstance(size, bool) and (size >= 1 or size == -1)
-      settings_lib.require(valid, f"mesh.{axis}={size!r} must be positive or -1 "
-                           "(an integer number of devices)")
-    free = [f"mesh.{axis}" for axis, size in sizes.items() if size == -1]
-    settings_lib.require(len(free) <= 1,
-                         f"config.mesh={sizes}: at most one axis may be -1, got "
-                         f"{' and '.join(free)}")
-
-  def sizes(self) -> dict[str, int]:
-    return {axis: getattr(self, axis) for axis in MESH_AXES}
-
-  def batch_parallel(self, num_devices: int) -> int:
-    """The devices a batch is split over: data × fsdp on `num_devices` devices."""
-    shape = dict(zip(MESH_AXES, self.shape(num_devices)))
-    return int(np.prod([shape[axis] for axis in BATCH_AXES]))
-
-  def shape(self, num_devices: int) -> tuple[int, ...]:
-    """The axis sizes over `num_devices` devices (the -1 filled in)."""
-    sizes = self.sizes()
-    fixed = int(np.prod([s for s in sizes.values() if s != -1]))
-    free = [a for a, s in sizes.items() if s == -1]
-    if free:
-      settings_lib.require(num_devices % fixed == 0,
-                           f"config.mesh={sizes}: {num_devices} devices are not "
-                           f"divisible by {fixed}")
-      sizes[free[0]] = num_devices // fixed
-    shape = tuple(sizes[a] for a in MESH_AXES)
-    settings_lib.require(int(np.prod(shape)) == num_devices,
-                         f"config.mesh={sizes} needs {int(np.prod(shape))} "
-                         f"devices, there are {num_devices}")
-    return shape
+from vit_spectral.training.mesh_settings import MeshSettings  # noqa: E402,F401  (re-exported)
 
 
 def make_mesh(mesh: MeshSettings | Any, devices: Sequence[jax.Device] | None = None) -> Mesh:
