@@ -50,6 +50,61 @@ def test_notebook_is_committed_as_a_full_run(name):
   assert images, f"{path.name} holds no figure"
 
 
+def test_badges_and_setup_cell_carry_pyprojects_repository():
+  repository = run_notebooks.repository_url()
+  assert f'\nREPO_URL = "{repository}"\n' in (COLABS / "setup_cell.py").read_text()
+  for name in NOTEBOOKS:
+    intro = nbformat.read(COLABS / f"{name}.ipynb", as_version=4).cells[0].source
+    badge = run_notebooks.colab_badge(repository, name)
+    assert intro.split("\n")[2] == badge, f"{name}: no badge for {repository} under the title"
+    assert intro.count("colab.research.google.com/github/") == 1
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_outputs_carry_no_warnings_or_local_paths(name):
+  notebook = nbformat.read(COLABS / f"{name}.ipynb", as_version=4)
+  problems = run_notebooks.output_problems(notebook, ROOT)
+  assert not problems, f"{name}:\n" + "\n".join(problems)
+
+
+def test_output_problems_finds_log_lines_and_machine_paths():
+  out = nbformat.v4.new_output
+  cell = nbformat.v4.new_code_cell("x")
+  cell.outputs = [
+      out("stream", name="stderr", text="I0000 00:00:1795464446.6 5644 port.cc:153] oneDNN\n"),
+      out("stream", name="stderr", text="WARNING:absl:Given directory is read only=x\n"),
+      out("stream", name="stdout", text="fine\nW1124 10:00:00.123 logging_writer.py:48] [1] x\n"),
+      out("stream", name="stdout", text="workdir /tmp/vit_spectral_001_j8/checkpoints\n"),
+      out("execute_result", data={"text/plain": f"PosixPath('{ROOT}/colabs')"},
+          execution_count=1),
+      out("error", ename="OSError", evalue="no file", traceback=["  /home/me/x.py line 3"]),
+      out("stream", name="stdout", text="step 100/800, see https://github.com/o/r/tmp/ and a/tmp/b\n"),
+      out("display_data", data={"text/markdown": "a table from /Users/me/r", "image/png": "iV"}),
+  ]
+  problems = run_notebooks.output_problems(nbformat.v4.new_notebook(cells=[cell]), ROOT)
+  assert [p.split(":")[0] for p in problems] == [
+      "cell 0 stderr", "cell 0 stderr", "cell 0 stdout", "cell 0 stdout", "cell 0 text/plain",
+      "cell 0 error", "cell 0 text/markdown"]
+  assert "checkpoints" in problems[3] and "/home/me" in problems[5]
+
+
+def test_stamp_writes_badge_and_setup_cell_once():
+  repository = "https://github.com/someone/fork_of_it"
+  notebook = nbformat.v4.new_notebook(cells=[
+      nbformat.v4.new_markdown_cell("# A title\n\nWhat it shows."),
+      nbformat.v4.new_code_cell("REPO_URL = 'old'"), nbformat.v4.new_code_cell("SMOKE")])
+  run_notebooks.stamp(notebook, "001_x", repository)
+  intro = notebook.cells[0].source
+  assert intro == ("# A title\n\n" + run_notebooks.colab_badge(repository, "001_x")
+                   + "\n\nWhat it shows.")
+  assert "colab.research.google.com/github/someone/fork_of_it/blob/main/colabs/001_x.ipynb" in intro
+  assert f'\nREPO_URL = "{repository}"\n' in notebook.cells[1].source
+  run_notebooks.stamp(notebook, "001_x", "https://github.com/other/one")    # replaced, not added
+  assert notebook.cells[0].source.count("Open In Colab") == 1
+  assert "github/other/one/blob" in notebook.cells[0].source
+  assert notebook.cells[2].source == "SMOKE"
+
+
 def _notebook(path, *sources):
   notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
   nbformat.write(notebook, path)
