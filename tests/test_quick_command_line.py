@@ -177,3 +177,48 @@ def test_the_model_section_names_the_nearest_option():
   with pytest.raises(ValueError, match=r"model.block has unknown options \['featscale'\] "
                      r"\(did you mean 'feat_scale'\?\)"):
     model_settings.model_plan(dict(variant="Ti/16", block=dict(featscale=True)))
+
+
+@pytest.mark.parametrize("recipe,changes", [
+    ("digits_vit", dict(patch_size=3)),
+    ("digits_vit", dict(pooling="max")),
+    ("digits_vit", dict(posemb="sincos", )),
+    ("digits_vit", dict(distilled=True, pooling="mean")),
+    ("digits_swin", dict(window_size=3)),
+    ("digits_swin", dict(attention=dict(name="hopfield"))),
+    ("digits_swin", dict(merge="concat")),
+    ("digits_cswin", dict(stripe_widths=(3, 3))),
+    ("digits_cait", dict(class_attention="dot_product")),
+], ids=str)
+def test_the_model_class_checks_run_without_jax_as_the_traced_init_does(recipe, changes):
+  """`check_config` runs the class's own checks (`models.model_checks`) on the
+  input's image size; the run's abstract init (`validate_model`) runs the
+  same functions from inside the module, and fails with the same line."""
+  import importlib  # pylint: disable=import-outside-toplevel
+  config = importlib.import_module(f"vit_spectral.configs.{recipe}").get_config()
+  model = config.model.to_dict()
+  for key, value in changes.items():
+    model[key] = dict(model[key], **value) if isinstance(value, dict) else value
+  with config.unlocked():
+    config.model = model
+  with pytest.raises(ValueError) as quick:
+    config_checks.check_config(config)
+  sections = run_settings.training_settings(config)
+  with pytest.raises(ValueError) as traced:
+    config_checks.validate_model(sections.model, sections.input.image_size,
+                                 len(sections.input.mean))
+  assert str(quick.value) == str(traced.value)
+
+
+def test_every_recipe_prints_checked_without_a_heavy_library():
+  """Each shipped recipe's --print_config, in one process per recipe, with the
+  heavy libraries blocked."""
+  from vit_spectral import configs  # pylint: disable=import-outside-toplevel
+  failed = {}
+  for name in configs.recipe_names():
+    result = _command(f"--config={name}", "--print_config")
+    if result.returncode or result.stderr:
+      failed[name] = result.stderr.strip().splitlines()[-1:]
+    else:
+      json.loads(result.stdout)
+  assert not failed, failed

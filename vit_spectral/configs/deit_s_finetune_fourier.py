@@ -49,7 +49,7 @@ file; also `--config.init_from.path`); epochs (60); batch (256); dtype
 from vit_spectral.configs import common
 from vit_spectral.configs.cait_finetune_fourier import BATCH, EPOCHS, finetune
 from vit_spectral.configs.imagenet_deit import deit_recipe
-from vit_spectral.models.pretrained import timm_model_config
+from vit_spectral.models.timm_names import timm_model_config
 
 METHODS = ("none", "attn_scale", "feat_scale")
 TIMM_NAME = "deit_small_patch16_224"

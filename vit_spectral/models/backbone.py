@@ -26,13 +26,15 @@ import jax
 import jax.numpy as jnp
 
 from vit_spectral.layers.drop_path import linear_drop_path_rates
+from vit_spectral.models import model_checks
 from vit_spectral.names import did_you_mean
 from vit_spectral.models.specs import BlockSpec, EncoderSpec
 
 __all__ = ["Backbone", "ClassifierHead", "IsotropicBackbone", "POOLINGS", "StagedBackbone",
            "model_entry", "register_models", "registered_model_names"]
 
-POOLINGS = ("cls", "mean")
+# The head's poolings (JAX-free: `models.model_checks`).
+from vit_spectral.models.model_checks import POOLINGS  # noqa: E402
 
 # name -> (model class, its fields in config.model form).
 _MODELS: dict[str, tuple[type, dict[str, Any]]] = {}
@@ -140,11 +142,7 @@ class Backbone(nn.Module):
 
   def check_positive(self, *fields: str) -> None:
     """Each named field (an int, or a sequence of ints) must be positive."""
-    for field in fields:
-      value = getattr(self, field)
-      values = value if isinstance(value, Sequence) else (value,)
-      if not values or min(values) <= 0:
-        raise ValueError(f"model.{field}={value} must be positive")
+    model_checks.check_positive(self, *fields)
 
 
 class IsotropicBackbone(Backbone):
@@ -191,12 +189,7 @@ class StagedBackbone(Backbone):
 
   def check_stages(self, *per_stage: str) -> None:
     """depths, num_heads and each field of `per_stage` have one positive entry per stage."""
-    stages = len(self.depths)
-    for field in ("num_heads", *per_stage):
-      if len(getattr(self, field)) != stages:
-        raise ValueError(f"model.{field}={tuple(getattr(self, field))} needs one entry per "
-                         f"stage ({stages}, the length of model.depths)")
-    self.check_positive("depths", "num_heads", "patch_size")
+    model_checks.check_stages(self, *per_stage)
 
   def stage_block(self, stage: int, width: int) -> BlockSpec:
     """The BlockSpec of stage `stage`'s blocks, whose tokens are `width` wide."""

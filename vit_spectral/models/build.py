@@ -182,6 +182,8 @@ class _LiveCatalogFacts:
   def attention(self, name):
     return LIVE_FACTS.attention(name)
 
+  attention_names = property(lambda self: LIVE_FACTS.attention_names)
+
   norms = property(lambda self: LIVE_FACTS.norms)
   activations = LIVE_FACTS.activations
   feat_scale_forms = LIVE_FACTS.feat_scale_forms

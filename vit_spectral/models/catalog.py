@@ -160,7 +160,14 @@ class CatalogFacts:
           f"{did_you_mean(name, attentions)}; choose one of {sorted(attentions)}")
     entry = _load()["attentions"][name]
     return AttentionFacts(entry["class"], entry["options"], entry["updates_prefix_only"],
-                          entry["mixes_skip"])
+                          entry["mixes_skip"], entry["stateful"])
+
+  @property
+  def attention_names(self) -> tuple[str, ...]:
+    names = set(_load()["attentions"])
+    if _loaded("vit_spectral.attention.registry"):
+      names |= set(sys.modules["vit_spectral.attention.registry"].registered_attentions())
+    return tuple(sorted(names))
 
   @property
   def norms(self) -> tuple[str, ...]:
@@ -225,7 +232,7 @@ def live() -> dict[str, Any]:
     entry = specs.attention_facts(get_attention(name))
     attentions[name] = {"class": entry.class_name, "options": dict(entry.options),
                         "updates_prefix_only": entry.updates_prefix_only,
-                        "mixes_skip": entry.mixes_skip}
+                        "mixes_skip": entry.mixes_skip, "stateful": entry.stateful}
   return {"models": models, "variants": variants, "block_spec": block_spec,
           "attentions": attentions, "norms": list(registered_norms()),
           "activations": list(MLP_ACTIVATIONS), "feat_scale_forms": list(FEAT_SCALE_FORMS),

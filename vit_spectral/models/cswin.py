@@ -88,6 +88,7 @@ import flax.linen as nn
 from vit_spectral.layers.initializers import get_initializer
 from vit_spectral.layers.norms import make_norm
 from vit_spectral.models.backbone import StagedBackbone, register_models
+from vit_spectral.models import model_checks
 from vit_spectral.models.specs import BlockSpec, EncoderSpec
 from vit_spectral.models.token_layouts import StripeLayout
 from vit_spectral.models.vit import Encoder, stem_initializer
@@ -95,9 +96,8 @@ from vit_spectral.models.vit import Encoder, stem_initializer
 __all__ = ["CSwin", "CSwinStage", "EMBEDDINGS", "LIPSFORMER_CSWIN_ALPHA", "VARIANTS",
            "embedding_conv"]
 
-# How the stem and the merges convolve (`CSwin.embedding`): CSwin's
-# overlapping convolutions or LipsFormer's non-overlapping ones ("as in Swin").
-EMBEDDINGS = ("overlapping", "patch")
+# How the stem and the merges convolve (`CSwin.embedding`; JAX-free: `models.model_checks`).
+from vit_spectral.models.model_checks import EMBEDDINGS  # noqa: E402
 
 _SHAPES = {
     "T": dict(hidden_size=64, depths=(1, 2, 21, 1), num_heads=(2, 4, 8, 16)),
@@ -210,22 +210,8 @@ class CSwin(StagedBackbone):
   embedding: str = "overlapping"
 
   def check_options(self, image_shape: tuple[int, int]) -> None:
-    self.check_stages("stripe_widths")
-    self.check_positive("hidden_size", "stripe_widths")
-    stages = len(self.depths)
-    if self.embedding not in EMBEDDINGS:
-      raise ValueError(f"model.embedding={self.embedding!r}; choose one of {list(EMBEDDINGS)}")
-    stride = self.patch_size * 2 ** (stages - 1)
-    if any(side % stride for side in image_shape):
-      raise ValueError(f"image size {image_shape[0]}x{image_shape[1]} is not divisible by "
-                       f"{stride}, the total stride of model.patch_size={self.patch_size} "
-                       f"and {stages - 1} stride-2 merges")
-    for k, width in enumerate(self.stripe_widths):
-      grid = [side // (self.patch_size * 2 ** k) for side in image_shape]
-      if width < max(grid) and any(side % width for side in grid):
-        raise ValueError(f"model.stripe_widths[{k}]={width} does not divide stage {k + 1}'s "
-                         f"{grid[0]}x{grid[1]} token grid (image {image_shape[0]}x"
-                         f"{image_shape[1]}); choose divisors of each stage's grid")
+    """Raises ValueError naming the field (`model_checks.check_cswin`)."""
+    model_checks.check_cswin(self, *image_shape)
 
   @nn.compact
   def __call__(self, images, *, train: bool = False):

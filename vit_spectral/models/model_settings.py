@@ -14,19 +14,21 @@ abstract init (`training.config_checks.validate_model`).
 from __future__ import annotations
 
 import dataclasses
+import types
 from typing import Any, Mapping
 
 import ml_collections
 from ml_collections import config_dict
 
-from vit_spectral.models import catalog
+from vit_spectral.models import catalog, model_checks
 from vit_spectral.models.segments import check_overrides
 from vit_spectral.models.spec_checks import EncoderSpec, check_attention_options, check_block
 from vit_spectral.models.variants import MODEL_NAMES
 from vit_spectral.names import did_you_mean
 from vit_spectral.settings import plain
 
-__all__ = ["ModelPlan", "check_known", "merge_variant", "model_config", "model_plan"]
+__all__ = ["ModelPlan", "check_known", "check_model", "merge_variant", "model_config",
+           "model_plan"]
 
 
 def check_known(options: Mapping[str, Any], valid: Any, field: str,
@@ -163,3 +165,22 @@ def _check_overrides(overrides, depth: int | None, block: Mapping[str, Any], fac
                             f"model.layer_overrides[{n}].attention")
     check_known(plain(override.get("block") or {}), valid, f"model.layer_overrides[{n}].block",
                 "BlockSpec (the attention goes in the override's 'attention' dict)")
+
+
+def check_model(plan: ModelPlan, image_size: int, facts: Any = catalog.FACTS) -> None:
+  """The model class's own checks (`models.model_checks`, which the class runs
+  when called) on the planned fields and an image_size² image: the patch size
+  against the image, windows against the token grids, the class's choices.
+  A class without an entry in `model_checks.CHECKS` (one of the user's own)
+  is checked by its own init."""
+  check = model_checks.CHECKS.get(plan.class_name)
+  if check is None:
+    return
+  keys = catalog.model_facts(plan.class_name)["config_keys"]
+  defaults = catalog.model_defaults(plan.class_name)
+  fields = {field: defaults[key] for key, (where, field) in keys.items() if where == "model"}
+  fields = {k: (None if isinstance(v, config_dict.FieldReference) else v)
+            for k, v in fields.items()}
+  fields.update(plan.model)
+  model = types.SimpleNamespace(**fields, block=types.SimpleNamespace(**plan.block))
+  check(model, image_size, image_size, facts)

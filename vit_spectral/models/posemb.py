@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-POSEMB_CHOICES = ("learned", "sincos2d", "none")
+from vit_spectral.models.model_checks import POSEMB_CHOICES  # noqa: E402,F401  (one definition)
 
 
 def sincos_2d(grid_size: tuple[int, int], width: int, temperature: float = 10_000.0):

@@ -9,7 +9,8 @@ re-exports it).
 
 `facts` is any object with:
   attention(name) -> AttentionFacts   (ValueError for an unknown name)
-  norms, activations, feat_scale_forms  (tuples of the valid names)
+  attention_names, norms, activations, feat_scale_forms, initializers, dtypes
+                                      (tuples of the valid names)
 """
 
 from __future__ import annotations
@@ -44,11 +45,13 @@ class AttentionFacts(NamedTuple):
       name ("int", "float", "bool", "str", "tuple" or "any").
     updates_prefix_only: it updates the class token only (CaiT's class stage).
     mixes_skip: it has its own skip path (attention_residual="replace").
+    stateful: it carries a state from layer to layer (`initial_state` is not None).
   """
   class_name: str
   options: Mapping[str, str]
   updates_prefix_only: bool
   mixes_skip: bool
+  stateful: bool = False
 
 
 def check_rate(value: float, field: str) -> None:

@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Mapping, NamedTuple
 
 import jax.numpy as jnp
 
-from vit_spectral.attention import get_attention
+from vit_spectral.attention import get_attention, registered_attentions
 from vit_spectral.layers.feat_scale import FEAT_SCALE_FORMS
 from vit_spectral.layers.mlp import MLP_ACTIVATIONS
 from vit_spectral.layers.norms import LAYER_NORM_EPSILON, registered_norms
@@ -50,7 +50,8 @@ def attention_facts(cls: type) -> AttentionFacts:
              if f.name not in ("parent", "name", *ATTENTION_FIELDS_SET_BY_BLOCK)}
   return AttentionFacts(cls.__name__, dict(sorted(options.items())),
                         bool(getattr(cls, "updates_prefix_only", False)),
-                        bool(getattr(cls, "mixes_skip", False)))
+                        bool(getattr(cls, "mixes_skip", False)),
+                        cls.initial_state(1, 1, 1) is not None)
 
 
 def type_name(hint: Any) -> str:
@@ -68,6 +69,10 @@ class _LiveFacts:
 
   def attention(self, name: str) -> AttentionFacts:
     return attention_facts(get_attention(name))
+
+  @property
+  def attention_names(self) -> tuple[str, ...]:
+    return registered_attentions()
 
   @property
   def norms(self) -> tuple[str, ...]:

@@ -26,19 +26,20 @@ from vit_spectral.layers.initializers import get_initializer
 from vit_spectral.layers.mlp import MlpBlock
 from vit_spectral.layers.norms import make_norm
 from vit_spectral.layers.space_to_depth import space_to_depth
-from vit_spectral.models.backbone import (POOLINGS, ClassifierHead, IsotropicBackbone,
+from vit_spectral.models.backbone import (ClassifierHead, IsotropicBackbone,
                                           register_models)
-from vit_spectral.models.posemb import POSEMB_CHOICES, sincos_2d
+from vit_spectral.models.posemb import sincos_2d
 from vit_spectral.models.segments import BLOCK_NAME, layer_specs, scan_name, segments
 from vit_spectral.models.specs import BlockSpec, BranchSpec, EncoderSpec
 from vit_spectral.models.token_layouts import TokenLayout
+from vit_spectral.models import model_checks
 from vit_spectral.models.variants import MODEL_NAMES, variant_fields
 
 __all__ = ["Block", "Encoder", "POSEMB_TOKENS", "STEMS", "ViT", "stem_initializer"]
 
-STEMS = ("patch", "space_to_depth")
-# Which tokens the learned position embedding covers (ViT.posemb_tokens).
-POSEMB_TOKENS = ("all", "patches")
+# The stems and the tokens the learned position embedding covers (one
+# definition, JAX-free: `models.model_checks`).
+from vit_spectral.models.model_checks import POSEMB_TOKENS, STEMS  # noqa: E402
 
 
 def _as_float32(tree):
@@ -484,32 +485,9 @@ class ViT(IsotropicBackbone):
     return self.num_prefix_tokens() if self.posemb_tokens == "all" else 0
 
   def check_options(self, height: int, width: int) -> None:
-    self.check_positive("hidden_size", "depth", "patch_size")
-    if self.pooling not in POOLINGS:
-      raise ValueError(f"model.pooling={self.pooling!r}; choose one of {list(POOLINGS)}")
-    if self.stem not in STEMS:
-      raise ValueError(f"model.stem={self.stem!r}; choose one of {list(STEMS)}")
-    if self.posemb not in POSEMB_CHOICES:
-      raise ValueError(f"model.posemb={self.posemb!r}; choose one of {list(POSEMB_CHOICES)}")
-    if self.posemb_tokens not in POSEMB_TOKENS:
-      raise ValueError(f"model.posemb_tokens={self.posemb_tokens!r}; choose one of "
-                       f"{list(POSEMB_TOKENS)}")
-    if self.posemb_tokens != "all" and self.posemb != "learned":
-      raise ValueError(f"model.posemb_tokens={self.posemb_tokens!r} places a learned position "
-                       f"embedding; model.posemb={self.posemb!r} has none to place (leave "
-                       "posemb_tokens='all')")
-    for field in ("distilled", "norm_pre", "stem_bias"):
-      if not isinstance(getattr(self, field), bool):
-        raise ValueError(f"model.{field}={getattr(self, field)!r} must be True or False")
-    if (isinstance(self.register_tokens, bool) or not isinstance(self.register_tokens, int)
-        or self.register_tokens < 0):
-      raise ValueError(f"model.register_tokens={self.register_tokens!r} must be an int >= 0")
-    if self.distilled and self.pooling != "cls":
-      raise ValueError("model.distilled=True reads the CLS and distillation tokens: it needs "
-                       f"model.pooling='cls' (got {self.pooling!r})")
-    if height % self.patch_size or width % self.patch_size:
-      raise ValueError(f"model.patch_size={self.patch_size} does not divide the "
-                       f"image size {height}x{width}")
+    """Raises ValueError naming the field (`model_checks.check_vit`, which the
+    command line runs on the config too)."""
+    model_checks.check_vit(self, height, width)
 
   @nn.compact
   def __call__(self, images, *, train: bool = False, mask=None):

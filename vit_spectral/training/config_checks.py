@@ -25,6 +25,7 @@ from absl import logging
 
 from vit_spectral import settings as settings_lib
 from vit_spectral.data.input_settings import InputSettings
+from vit_spectral.models.model_settings import check_model
 from vit_spectral.training.optim_settings import check_schedule_length
 from vit_spectral.training.run_settings import (TrainingSettings, checked_settings,
                                                 training_settings)
@@ -114,7 +115,8 @@ def round_eval_batch(input_config: InputSettings, mesh: MeshSettings,
 def check_config(config) -> TrainingSettings:
   """The checks of a run that need neither JAX nor the devices: every section
   (`run_settings.checked_settings`, `config.model` against the registries'
-  facts) and the checks across sections. `--print_config` and the command
+  facts), the checks across sections and the model class's own checks on
+  the input's image size (`model_settings.check_model`). `--print_config` and the command
   line's config errors run these; `validate_config` runs them too, then what
   needs the devices and the traced model.
 
@@ -123,6 +125,7 @@ def check_config(config) -> TrainingSettings:
   """
   sections = checked_settings(config)
   check_across_sections(sections)
+  check_model(sections.model, sections.input.image_size)
   return sections
 
 
