@@ -1,4 +1,4 @@
-"""The commands the README and the recipes' docstrings print run as printed:
+"""The commands the README, docs/*.md and the recipes' docstrings print run as printed:
 each `python train.py ...`, `vit-spectral-train ...` and `launch/*.sh ... -- ...`
 command's flags parse with the command line's own parser (`main`) and its
 config builds: file, arguments and overrides loaded, every training section
@@ -10,12 +10,12 @@ data, no compile."""
 import ast
 import dataclasses
 import itertools
-import os
 import re
 import shlex
 
 import pytest
 
+from tests import markdown_docs
 from vit_spectral import configs, main
 from vit_spectral.data.input_pipeline import planned_meta
 from vit_spectral.models.build import build_model
@@ -23,7 +23,6 @@ from vit_spectral.training import durations
 from vit_spectral.training.optim import check_schedule_length
 from vit_spectral.training.run_settings import training_settings
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # What starts a command whose arguments are train.py's; a launcher's come after `--`.
 TRAIN = re.compile(r"^(?:\S*python3?|vit-spectral-train)$")
 LAUNCHER = re.compile(r"^launch/\w+\.sh$")
@@ -31,13 +30,15 @@ SHELL_OPERATORS = {"&&", "||", ";", "|", ">", "<", "do", "done"}
 
 
 def _texts() -> list[tuple[str, str]]:
-  """(where, text) of README.md's fenced code blocks and inline code, and of
-  every recipe's module docstring."""
-  readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
-  texts = [("README.md", block) for block in re.findall(r"```[a-z]*\n(.*?)```", readme, re.S)]
-  # Inline code too, unless it holds a placeholder (`--config=...`, `ARGS`).
-  texts += [("README.md", span) for span in re.findall(r"`([^`\n]+)`", readme)
-            if "..." not in span and not re.search(r"\b[A-Z]{3,}\b(?!=)", span)]
+  """(where, text) of the fenced code blocks and inline code of README.md and
+  docs/*.md, and of every recipe's module docstring."""
+  texts = []
+  for path in markdown_docs.paths():
+    text = markdown_docs.read(path)
+    texts += [(path, block) for block in re.findall(r"```[a-z]*\n(.*?)```", text, re.S)]
+    # Inline code too, unless it holds a placeholder (`--config=...`, `ARGS`).
+    texts += [(path, span) for span in re.findall(r"`([^`\n]+)`", text)
+              if "..." not in span and not re.search(r"\b[A-Z]{3,}\b(?!=)", span)]
   for name in configs.recipe_names():
     with open(configs.recipe_path(name), encoding="utf-8") as f:
       texts.append((f"configs/{name}.py", ast.get_docstring(ast.parse(f.read())) or ""))

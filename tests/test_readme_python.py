@@ -1,0 +1,151 @@
+"""Every ```python block of README.md and docs/*.md runs as printed.
+
+A block runs in a fresh namespace, in one subprocess for all of them (one
+import of JAX, not one per block), on the CPU, each with its own time limit;
+the subprocess reports each block's outcome as one JSON line. A block that
+cannot run here (it needs a trained run, downloaded weights, a data set, names
+that stand for the reader's own) is marked on the line before its fence with
+`<!-- parse-only: why -->`: it is parsed with `ast.parse`, and counted. Every
+other block must run without an exception. The ```bash blocks' `python
+train.py` lines are tests/test_readme_commands.py's."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+from tests import markdown_docs as md
+
+BLOCK_SECONDS = 60        # one block's limit (they take a few seconds each)
+RUNNER = r"""
+import json, signal, sys, time, traceback
+
+import jax
+
+# The test suite's cheap compiles (tests/conftest.py): the blocks compile more
+# than they compute.
+jax.config.update("jax_disable_most_optimizations", True)
+
+
+class BlockTimeout(Exception):
+  pass
+
+
+def on_alarm(signum, frame):
+  raise BlockTimeout(f"over {limit} s")
+
+
+signal.signal(signal.SIGALRM, on_alarm)
+blocks, limit = json.load(open(sys.argv[1])), int(sys.argv[2])
+for name, code in blocks:
+  start, cpu = time.perf_counter(), time.process_time()
+  signal.alarm(limit)
+  try:
+    exec(compile(code, name, "exec"), {"__name__": "__main__"})
+    error = None
+  except BaseException:  # the block's own failure, whatever it is
+    error = traceback.format_exc(limit=-6)
+  finally:
+    signal.alarm(0)
+  print("BLOCK " + json.dumps({"name": name, "error": error,
+                               "seconds": round(time.perf_counter() - start, 2),
+                               "cpu_seconds": round(time.process_time() - cpu, 2)}), flush=True)
+"""
+
+
+def _python_blocks() -> list[md.Block]:
+  return [b for path in md.paths() for b in md.blocks(path) if b.lang == "python"]
+
+
+BLOCKS = _python_blocks()
+RUNNABLE = [b for b in BLOCKS if b.parse_only is None]
+PARSE_ONLY = [b for b in BLOCKS if b.parse_only is not None]
+
+
+def run_blocks(blocks: list[tuple[str, str]], limit: int = BLOCK_SECONDS) -> dict[str, dict]:
+  """Runs (name, code) pairs in one fresh interpreter, each in a fresh
+  namespace; returns each name's {"error": traceback or None, "seconds",
+  "cpu_seconds"}."""
+  env = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3", MPLBACKEND="Agg",
+             XLA_FLAGS="--xla_cpu_use_fusion_emitters=false",  # one device, as a reader has
+             PYTHONPATH=os.pathsep.join(filter(None, [md.ROOT, os.environ.get("PYTHONPATH")])))
+  with tempfile.TemporaryDirectory() as workdir:  # where a block's relative paths land
+    listing = os.path.join(workdir, "blocks.json")
+    with open(listing, "w", encoding="utf-8") as f:
+      json.dump(blocks, f)
+    result = subprocess.run(
+        [sys.executable, "-c", RUNNER, listing, str(limit)], cwd=workdir, env=env,
+        capture_output=True, text=True, timeout=limit * len(blocks) + 60)
+  outcomes = {}
+  for line in result.stdout.splitlines():
+    if line.startswith("BLOCK "):
+      outcome = json.loads(line[len("BLOCK "):])
+      outcomes[outcome.pop("name")] = outcome
+  missing = [name for name, _ in blocks if name not in outcomes]
+  assert not missing, (f"the runner stopped before {missing} (exit {result.returncode}):\n"
+                       f"{result.stderr[-3000:]}")
+  return outcomes
+
+
+@pytest.fixture(scope="module")
+def outcomes():
+  return run_blocks([(b.name, b.code) for b in RUNNABLE])
+
+
+def test_the_blocks_are_found_and_most_of_them_run():
+  assert len(BLOCKS) >= 15, [b.name for b in BLOCKS]
+  assert len(RUNNABLE) >= 8 and len(RUNNABLE) > len(PARSE_ONLY), (
+      f"{len(RUNNABLE)} runnable, {len(PARSE_ONLY)} parse-only: {[b.name for b in PARSE_ONLY]}")
+
+
+@pytest.mark.parametrize("block", PARSE_ONLY, ids=[b.name for b in PARSE_ONLY])
+def test_a_parse_only_block_parses_and_says_why(block):
+  assert len(block.parse_only) >= 10, f"{block.name}: say why it cannot run"
+  ast.parse(block.code, block.name)
+
+
+@pytest.mark.parametrize("block", RUNNABLE, ids=[b.name for b in RUNNABLE])
+def test_a_block_runs_as_printed(block, outcomes):
+  outcome = outcomes[block.name]
+  assert outcome["error"] is None, f"{block.name} failed:\n{outcome['error']}"
+
+
+def test_the_blocks_together_stay_fast(outcomes):
+  # CPU seconds, not wall time: a shared machine's load does not move them much.
+  cpu = {name: o["cpu_seconds"] for name, o in outcomes.items()}
+  assert sum(cpu.values()) < 45, cpu
+
+
+def test_the_runner_reports_a_failure_and_a_block_over_its_limit():
+  """The runner can fail: an exception, and a block that runs too long, each
+  stop only themselves; each block's namespace is fresh."""
+  got = run_blocks([("raises", "raise ValueError('shown')"),
+                    ("sets", "x = 1"),
+                    ("fresh", "x"),                     # NameError: not the last block's x
+                    ("slow", "import time\ntime.sleep(30)"),
+                    ("after", "assert 1 + 1 == 2")], limit=2)
+  assert "ValueError: shown" in got["raises"]["error"]
+  assert got["sets"]["error"] is None
+  assert "NameError" in got["fresh"]["error"]
+  assert "BlockTimeout" in got["slow"]["error"] and got["slow"]["seconds"] < 10
+  assert got["after"]["error"] is None
+
+
+def test_a_block_without_its_mark_is_run(tmp_path):
+  """The mark must be the line just before the fence; prose in between unmarks it."""
+  text = ("<!-- parse-only: needs a run -->\n```python\nmissing_name\n```\n\n"
+          "<!-- parse-only: needs a run -->\nsome prose\n\n```python\nmissing_name\n```\n")
+  (tmp_path / "docs").mkdir()
+  (tmp_path / "docs" / "x.md").write_text(text, encoding="utf-8")
+  original, md.ROOT = md.ROOT, str(tmp_path)
+  try:
+    found = md.blocks("docs/x.md")
+  finally:
+    md.ROOT = original
+  assert [b.parse_only for b in found] == ["needs a run", None]
