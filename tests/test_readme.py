@@ -4,6 +4,7 @@ table of contents links every section; the five papers come in order, each
 section opening with a runnable snippet and linking its notebook and its
 entries of the claims ledger; every link between the documents resolves."""
 
+import json
 import os
 import re
 
@@ -129,3 +130,18 @@ def test_a_paper_section_links_its_notebook_and_its_ledger_entries(paper):
   figures = {e["id"]: e["figure"] for e in ledger.read() if e["paper"] == paper and e.get("figure")}
   for claim, figure in figures.items():
     assert f"[`{claim}`]({figure})" in paragraph, f"{claim} does not link its figure {figure}"
+
+
+def test_the_notebooks_table_gives_each_notebooks_committed_run_time():
+  """The 'full run' column is each committed notebook's own record
+  (metadata.vit_spectral.full_run_seconds): a re-run notebook updates it."""
+  rows = [line.split("|")[1:-1] for line in md.section("README.md", "Notebooks").split("\n")
+          if line.startswith("| `")]
+  assert len(rows) == 6, rows
+  for cells in rows:
+    name = cells[0].strip().strip("`")
+    with open(os.path.join(ROOT, "colabs", f"{name}.ipynb"), encoding="utf-8") as f:
+      seconds = json.load(f)["metadata"]["vit_spectral"]["full_run_seconds"]
+    assert cells[3].strip() == f"{seconds} s", (
+        f"README's notebook table gives {name} a full run of {cells[3].strip()}; "
+        f"its metadata says {seconds} s")
