@@ -5,7 +5,8 @@ config builds: file, arguments and overrides loaded, every training section
 checked (`run_settings.training_settings`), the durations in epochs turned
 into steps with the data set's planned size (`input_pipeline.planned_meta`)
 and the schedule checked against the run's length, and the model built. No
-data, no compile."""
+data, no compile. Each `vit-spectral-analyse ...` command parses with its own
+parser, and a `--timm` name is one timm has."""
 
 import ast
 import dataclasses
@@ -128,3 +129,38 @@ def test_a_printed_command_parses_and_its_config_builds(where, args):
                                  num_train_examples=meta.num_train_examples)
   check_schedule_length(optim, run.total_steps)
   build_model(config.model, num_classes=meta.num_classes)
+
+
+def _analyse_commands() -> list[tuple[str, list[str]]]:
+  """The arguments of each `vit-spectral-analyse ...` command the documents print."""
+  found = []
+  for where, text in _texts():
+    for line in text.replace("\\\n", " ").splitlines():
+      try:
+        tokens = shlex.split(line, comments=True)
+      except ValueError:
+        continue
+      if tokens[:1] == ["vit-spectral-analyse"] and len(tokens) > 1:  # not the bare name
+        found.append((where, [t for t in tokens[1:] if t not in SHELL_OPERATORS]))
+  return found
+
+
+ANALYSE_COMMANDS = _analyse_commands()
+
+
+def test_the_analyse_commands_are_found():
+  assert len(ANALYSE_COMMANDS) >= 3, ANALYSE_COMMANDS
+
+
+@pytest.mark.parametrize("where,args", ANALYSE_COMMANDS,
+                         ids=[" ".join(a) for _, a in ANALYSE_COMMANDS])
+def test_a_printed_analyse_command_parses(where, args):
+  del where
+  from vit_spectral import analyse  # noqa: PLC0415
+  from vit_spectral.models.timm_preprocessing import timm_preprocessing  # noqa: PLC0415
+  try:
+    parsed = analyse.parse_args(args)
+  except SystemExit:
+    pytest.fail(f"vit-spectral-analyse {' '.join(args)}: does not parse")
+  if parsed.timm:
+    timm_preprocessing(parsed.timm)  # a name timm has
