@@ -13,18 +13,40 @@ imported (`--help`, `--print_config` and config errors answer in well under
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import Any, Callable, Mapping
+
+
+class _Package(types.ModuleType):
+  """A package whose exported name is also one of its submodules' names
+  (`models.timm_preprocessing`, the function, in the module of that name):
+  when the import system sets the submodule as the package's attribute (on
+  its first import, from anywhere), the exported name keeps its meaning."""
+
+  def __setattr__(self, name: str, value: Any) -> None:
+    exports = self.__dict__.get("_lazy_exports", {})
+    if (isinstance(value, types.ModuleType) and exports.get(name) == name
+        and value.__name__ == f"{self.__name__}.{name}"):
+      value = getattr(value, name)
+    super().__setattr__(name, value)
 
 
 def exports(package: str, names: Mapping[str, str]
             ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
   """(`__getattr__`, `__dir__`) for `package`: each of `names` (name ->
   submodule, relative to `package`) is that submodule's attribute, and a
-  submodule's own name is the submodule."""
+  submodule's own name is the submodule (unless it is also an exported name:
+  then the export)."""
+  module = sys.modules[package]
+  module.__class__ = _Package
+  module.__dict__["_lazy_exports"] = dict(names)
 
   def getattr_(name: str) -> Any:
     if name in names:
-      return getattr(importlib.import_module(f"{package}.{names[name]}"), name)
+      value = getattr(importlib.import_module(f"{package}.{names[name]}"), name)
+      setattr(module, name, value)
+      return value
     try:
       return importlib.import_module(f"{package}.{name}")
     except ModuleNotFoundError as e:
