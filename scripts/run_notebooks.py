@@ -28,11 +28,14 @@ import os
 import pathlib
 import re
 import sys
+import tempfile
 import time
 import tomllib
+import uuid
 
 import nbclient
 import nbformat
+from jupyter_client.manager import AsyncKernelManager
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 COLABS = ROOT / "colabs"
@@ -49,6 +52,18 @@ _LOG_LINE = re.compile(r"WARNING|^[IWEF]\d{4} \d\d:\d\d:\d\d")
 _MACHINE_PATH = re.compile(r"(?<![\w.~/-])/(?:work|tmp|home|root|Users|content|private|var/folders)/")
 # Where an output's text is: stream text, error fields, rich outputs' text.
 _TEXT_TYPES = ("text/plain", "text/markdown")
+
+
+class _LocalKernelManager(AsyncKernelManager):
+  """nbclient's kernel manager, talking to the kernel over local sockets (IPC)
+  where the system has them: over TCP, ipykernel warns on every start that the
+  traffic is not encrypted."""
+
+  def __init__(self, **kwargs):
+    if os.name == "posix":  # an absolute socket path: the kernel runs in the notebook's folder
+      kwargs.setdefault("transport", "ipc")
+      kwargs.setdefault("ip", os.path.join(tempfile.gettempdir(), f"nbclient-{uuid.uuid4().hex}"))
+    super().__init__(**kwargs)
 
 
 def repository_url() -> str:
@@ -158,6 +173,7 @@ def run_notebook(path: pathlib.Path, *, smoke: bool, timeout: int) -> tuple[nbfo
   notebook = nbformat.read(path, as_version=4)
   os.environ["VIT_SPECTRAL_SMOKE"] = "1" if smoke else "0"
   client = nbclient.NotebookClient(notebook, timeout=timeout, kernel_name="python3",
+                                   kernel_manager_class=_LocalKernelManager,
                                    resources={"metadata": {"path": str(path.parent)}})
   start = time.perf_counter()
   client.execute()
