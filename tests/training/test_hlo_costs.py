@@ -73,6 +73,18 @@ def test_nested_loops_multiply():
   assert sorted(loop.runs for loop in costs.loops) == [3, 12]
 
 
+def test_a_loop_body_is_costed_as_a_module_of_the_computations_it_calls(args):
+  module = hlo_costs.HloModule.parse(_compile(jax.grad(_scanned), *args).as_text())
+  bodies = [dict(i.called())["body"] for instructions in module.computations.values()
+            for i in instructions if i.opcode == "while"]
+  assert len(bodies) == 2   # forward and backward scans
+  for body in bodies:
+    alone = hlo_costs.HloModule.parse(module.with_entry(body))
+    assert alone.entry == body
+    assert set(alone.computations) == module.callees(body) < set(module.computations)
+    assert hlo_costs._cpu_cost(module.with_entry(body))["flops"] >= 2 * M * K * K  # pylint: disable=protected-access
+
+
 def test_data_dependent_loop_is_counted_once_and_named():
   def until_small(x):
     return jax.lax.while_loop(lambda h: jnp.abs(h).sum() > 1.0, lambda h: 0.5 * h @ h.T, x)

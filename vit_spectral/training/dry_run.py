@@ -10,11 +10,36 @@ Steps: the trainer's own `trainer.set_up` (`config_checks.validate_config`:
 every field, the train batch must split over the batch-parallel devices, the
 eval batch is rounded up; the mesh on the devices; the data set's classes,
 channels and split sizes from `input_pipeline.planned_meta`: TFDS builder
-features and the shipped split sizes, nothing read, prepared or downloaded;
+features and the shipped split sizes, nothing read, prepared or downloaded,
+and TFDS not asked whether the data set is prepared unless its split sizes
+are not shipped;
 `config.init_from`'s weights are neither read nor looked for; the sharded
 steps), then its train step lowered and compiled on abstract
 inputs: ShapeDtypeStructs that carry their shardings. The report holds the
-parameter count, XLA's FLOP count of one step and each device's memory.
+parameter count, the FLOPs of one step and each device's memory.
+
+FLOPs per step and device count every layer whatever model.encoder_mode: a
+scanned encoder (one compiled loop over its blocks; one per stage of Swin
+and CSwin, per kind of layer of CaiT) counts as often as it runs, as a
+Python loop of blocks does. Two counts:
+
+- `flops`: the matrix products, every dot_general and convolution at 2 per
+  multiply-add, of the step's jaxpr with a scan's body counted `length`
+  times (`jaxpr_costs.matmul_flops`), over the devices. Forward, backward
+  and whatever the backward recomputes (model.remat; a scan's
+  model.encoder_residuals="dots", the CPU default, recomputes attention's
+  batched products). The same on every backend, and in both modes for the
+  same remat and residuals: the figure to compare. (Model FLOPs for MFU
+  leave the recomputation out: `target_dry_run` traces the step with remat
+  off for them.)
+- `xla_flops`: XLA's count of everything the compiled step does (also
+  elementwise work, reductions and, on CPU, dropout's random bits), with
+  each loop body's cost added again for every further iteration
+  (`hlo_costs.step_costs`: XLA's own cost analysis visits a loop's body
+  once, which made a scanned encoder count as one block). It depends on the
+  backend and on how each mode compiles (a scan computes per iteration what
+  a loop of blocks may fold into constants). None on a GPU, whose cuBLAS
+  calls hide their FLOPs from XLA's count.
 """
 
 from __future__ import annotations
@@ -28,7 +53,7 @@ import jax
 import jax.numpy as jnp
 
 from vit_spectral.data import input_pipeline
-from vit_spectral.training import hlo_costs, run_settings, sharding, trainer
+from vit_spectral.training import hlo_costs, jaxpr_costs, run_settings, sharding, trainer
 
 # Per-device buffers of the compiled step (jax's CompiledMemoryStats fields).
 MEMORY_FIELDS = ("argument", "output", "temp", "alias")
@@ -45,15 +70,16 @@ class DryRunReport:
     meta: the data set as the model sees it (`input_pipeline.planned_meta`).
     total_steps: the run's optimizer steps (epochs converted).
     num_params: parameters of the model (not counting optimizer state or EMA).
-    flops: XLA's estimate of the FLOPs of one train step on one device (None
-      where the backend gives no cost analysis). XLA counts a loop's body
-      once: with a scanned encoder, that is one block of `scanned_depth`.
-    scanned_depth: the encoder's depth when it is a scan over >1 blocks
-      (model.encoder.mode="scan"), else None.
+    flops: matmul FLOPs of one train step per device, every layer (module
+      docstring).
+    xla_flops: XLA's count of all the compiled step's FLOPs per device,
+      every loop iteration (module docstring); None on a GPU.
+    uncounted_loops: loops in the compiled step whose trip count depends on
+      the data, which `xla_flops` counts once (none in the recipes).
     memory: bytes per device of the compiled step: argument, output, temp,
       alias (outputs written into donated arguments) and total = argument +
       output + temp - alias.
-    compile_seconds: wall time of lowering and compiling the step.
+    compile_seconds: wall time of tracing, lowering and compiling the step.
   """
 
   mesh_shape: dict[str, int]
@@ -62,19 +88,20 @@ class DryRunReport:
   meta: input_pipeline.DatasetMeta
   total_steps: int
   num_params: int
-  flops: float | None
-  scanned_depth: int | None
+  flops: float
+  xla_flops: float | None
+  uncounted_loops: int
   memory: dict[str, int]
   compile_seconds: float
 
   def summary(self) -> str:
     """A few lines for the terminal."""
     mesh = " x ".join(f"{axis} {size}" for axis, size in self.mesh_shape.items())
-    flops = "unknown (no cost analysis)" if self.flops is None else f"{self.flops:.4g}"
-    if self.flops is not None and self.scanned_depth:
-      flops += (f" (XLA counts the scanned encoder's body once: 1 of its "
-                f"{self.scanned_depth} blocks; --config.model.encoder_mode=loop "
-                "counts all)")
+    flops = f"{self.flops:.4g} in matmuls, every layer"
+    if self.xla_flops is not None:
+      once = (f"; {self.uncounted_loops} data-dependent loop(s) counted once"
+              if self.uncounted_loops else "")
+      flops += f" (all operations, XLA's count: {self.xla_flops:.4g}{once})"
     memory = ", ".join(f"{k} {_gib(v)}" for k, v in self.memory.items() if k != "total")
     return "\n".join([
         f"dry run: the config compiles on a mesh of {mesh} (devices: "
@@ -128,9 +155,13 @@ class Plan:
   def num_params(self) -> int:
     return trainer.count_params(self.state.params)
 
+  def trace(self):
+    """The train step traced on the abstract inputs (`.jaxpr`, `.lower()`)."""
+    return self.steps.train_step.trace(self.state, self.batch)
+
   def lower(self):
     """The train step lowered to StableHLO with its shardings (`.compile()`)."""
-    return self.steps.train_step.lower(self.state, self.batch)
+    return self.trace().lower()
 
 
 def plan(config: Any, devices: Sequence[jax.Device] | None = None) -> Plan:
@@ -161,26 +192,26 @@ def dry_run(config: Any, devices: Sequence[jax.Device] | None = None) -> DryRunR
   """
   step = plan(config, devices)
   start = time.perf_counter()
-  compiled = step.lower().compile()
+  traced = step.trace()
+  compiled = traced.lower().compile()
   compile_seconds = time.perf_counter() - start
+  xla_flops, uncounted = None, 0
+  if step.mesh.devices.flat[0].platform != "gpu":   # cuBLAS calls hide their FLOPs from XLA
+    costs = hlo_costs.step_costs(compiled)
+    xla_flops, uncounted = costs.flops, len(costs.uncounted_loops)
   return DryRunReport(
       mesh_shape=dict(step.mesh.shape), batch_size=step.sections.input.batch_size,
       eval_batch_size=step.sections.input.eval_batch_size, meta=step.meta,
       total_steps=step.total_steps, num_params=step.num_params,
-      flops=_flops(compiled), scanned_depth=_scanned_depth(step.steps.model),
-      memory=memory_of(compiled),
-      compile_seconds=compile_seconds)
+      flops=matmul_flops(step, traced), xla_flops=xla_flops, uncounted_loops=uncounted,
+      memory=memory_of(compiled), compile_seconds=compile_seconds)
 
 
-def _scanned_depth(model) -> int | None:
-  depth = getattr(model, "depth", None)    # None: a backbone of stages (Swin), no one depth
-  scanned = depth is not None and model.encoder.mode == "scan" and depth > 1
-  return depth if scanned else None
-
-
-def _flops(compiled) -> float | None:
-  cost = hlo_costs.xla_cost(compiled)
-  return float(cost["flops"]) if "flops" in cost else None
+def matmul_flops(step: Plan, traced=None) -> float:
+  """The matmul FLOPs of one step per device, every layer (module docstring),
+  from `traced` (`step.trace()`, traced here where not given)."""
+  traced = step.trace() if traced is None else traced
+  return jaxpr_costs.matmul_flops(traced.jaxpr) / step.mesh.devices.size
 
 
 def memory_of(compiled) -> dict[str, int]:

@@ -15,11 +15,12 @@ where n is the loop's trip count, read off its condition (a counter
 compared with a constant, `i < n`, as `lax.scan` and `fori_loop` lower),
 m(parent) how often the computation holding the loop runs (nested loops
 multiply) and cost(body) XLA's own cost analysis of the body computation
-alone (taken as a module's entry, by the CPU client's cost analysis, which
-reads any backend's HLO; its FLOPs equal the TPU compiler's, its bytes leave
-out the tiles' padding, so the body's bytes are scaled by the whole step's
-ratio of the two). Loops whose trip count is data-dependent (a rejection
-sampler's) stay counted once; `StepCosts.uncounted_loops` names them.
+alone (the entry of a module of the computations it calls, costed by the
+CPU client's cost analysis, which reads any backend's HLO; its FLOPs equal
+the TPU compiler's, its bytes leave out the tiles' padding, so the body's
+bytes are scaled by the whole step's ratio of the two). Loops whose trip
+count is data-dependent (a rejection sampler's) stay counted once;
+`StepCosts.uncounted_loops` names them.
 
 Collectives: every all-reduce, all-gather, reduce-scatter, all-to-all and
 collective-permute (their async `-start` halves once each), times how often
@@ -166,20 +167,37 @@ class HloModule:
           runs[callee] += runs[name] * (trips if how == "body" and trips else 1)
     return dict(runs)
 
+  def callees(self, computation: str) -> set[str]:
+    """`computation` and every computation it calls, directly or not."""
+    seen, todo = set(), [computation]
+    while todo:
+      name = todo.pop()
+      if name in seen or name not in self.computations:
+        continue
+      seen.add(name)
+      todo += [callee for instruction in self.computations[name]
+               for _, callee in instruction.called()]
+    return seen
+
   def with_entry(self, computation: str) -> str:
-    """The module's text with `computation` as its entry (for its cost alone)."""
-    lines = []
+    """The module's text with `computation` as its entry (for its cost alone)
+    and without the computations it never calls (the parse and the cost
+    analysis then read the body's few computations, not the step's
+    thousands)."""
+    kept, lines, current = self.callees(computation), [], None
     for line in self.text.splitlines():
       if line.startswith("HloModule "):
         line = "HloModule " + re.sub(r"[^\w]", "_", computation)
-      elif line.startswith("ENTRY "):
-        line = line[len("ENTRY "):]
-      if not line.startswith((" ", "\t", "}")) and line.lstrip("%").startswith(computation + " "):
-        line = "ENTRY " + line
-      lines.append(line)
+      elif not line.startswith((" ", "\t")) and line.rstrip().endswith("{"):
+        line = line.removeprefix("ENTRY ")
+        current = line.split(" ", 1)[0].lstrip("%")
+        if current == computation:
+          line = "ENTRY " + line
+      if current is None or current in kept:
+        lines.append(line)
+      if line.startswith("}"):
+        current = None
     return "\n".join(lines)
-
-
 
 
 def array_bytes(type_text: str) -> list[int]:
