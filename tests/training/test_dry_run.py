@@ -17,7 +17,9 @@ by their digits recipes, compiled here on 16.
 """
 
 import json
+import logging
 import os
+import re
 import subprocess
 import sys
 
@@ -162,18 +164,50 @@ def test_a_train_batch_that_does_not_split_stops_the_cli_with_one_line():
   assert "nearest valid sizes are 96 or 104" in last
 
 
-def test_planned_meta_needs_no_data(tmp_path):
+def test_planned_meta_needs_no_data(tmp_path, caplog):
   from vit_spectral.data import DatasetNotPreparedError, planned_meta  # noqa: PLC0415
   from vit_spectral.configs import imagenet_deit  # noqa: PLC0415
   config = imagenet_deit.get_config()
   config.input.data_dir = str(tmp_path)
-  meta = planned_meta(config.input)
+  with caplog.at_level(logging.WARNING):
+    meta = planned_meta(config.input)
   assert (meta.num_classes, meta.image_shape) == (1000, (224, 224, 3))
   assert (meta.num_train_examples, meta.num_eval_examples) == (1_281_167, 50_000)
   assert not os.listdir(tmp_path)  # nothing prepared, downloaded or written
+  # TFDS is not asked whether the data set is prepared (it logs a WARNING
+  # when it is not): the shipped split sizes answer.
+  assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
   config.input.train_split = "train[:90%]"
-  with pytest.raises(DatasetNotPreparedError, match=r"input.train_split='train\[:90%\]'"):
+  with (caplog.at_level(logging.WARNING),
+        pytest.raises(DatasetNotPreparedError, match=r"input.train_split='train\[:90%\]'")):
     planned_meta(config.input)
+  assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_the_cli_dry_run_of_an_unprepared_data_set_logs_no_tfds_warning(tmp_path):
+  """A CIFAR recipe with an empty data_dir: the report, and on stderr no
+  line from TFDS (its 'Variant folder ... has no dataset_info.json')."""
+  import importlib.util  # noqa: PLC0415
+  tfds_dir = importlib.util.find_spec("tensorflow_datasets").submodule_search_locations[0]
+  tfds_files = {name for _, _, names in os.walk(tfds_dir) for name in names
+                if name.endswith(".py")}
+  assert "file_utils.py" in tfds_files   # where the warning came from
+  result = subprocess.run(
+      [sys.executable, "train.py", "--config=cifar10_vit", "--dry_run",
+       f"--config.input.data_dir={tmp_path}", "--config.model.depth=1"],
+      cwd=ROOT, env=_subprocess_env(1), capture_output=True, text=True, timeout=600,
+      check=False)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert "data: cifar10, 10 classes, images 32x32x3" in result.stdout
+  assert "in matmuls, every layer" in result.stdout
+  from_tfds = []
+  for line in result.stderr.splitlines():
+    # absl's lines name their source: "W1126 14:11:53.73 140 file_utils.py:394] ...".
+    source = re.match(r"^[WEF]\d{4} [\d:.]+\s+\d+ ([\w.]+):\d+\] ", line)
+    if (source and source[1] in tfds_files) or "dataset_info.json" in line:
+      from_tfds.append(line)
+  assert not from_tfds, from_tfds
+  assert not os.listdir(tmp_path)
 
 
 if __name__ == "__main__":

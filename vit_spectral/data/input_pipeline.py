@@ -386,29 +386,44 @@ def _shipped_split_size(builder: tfds.core.DatasetBuilder, split: str,
 
 
 def planned_meta(cfg: InputSettings | Any) -> DatasetMeta:
-  """The DatasetMeta of `cfg` without reading or preparing anything.
+  """The DatasetMeta of `cfg` from what is known without the data: nothing
+  read, prepared or downloaded, and TFDS not asked whether it is prepared
+  where the answer is not needed. For checking a run before the data is there
+  (`train.py --dry_run`).
 
   Classes and channels come from the TFDS builder's features (defined in
-  code); example counts from the prepared data set's metadata where it is
-  prepared, else from SHIPPED_SPLIT_SIZES (unsliced splits of the shipped
-  data sets, cut to `train_fraction` as `train_split` does). For checking a
-  run before the data is there (`train.py --dry_run`).
+  code). Example counts come from SHIPPED_SPLIT_SIZES when both splits are
+  there (unsliced splits of the shipped data sets, cut to `train_fraction`
+  as `train_split` does; the catalog's sizes, which a prepared copy has
+  too); else from the prepared data set's metadata (`dataset_meta`).
 
   Raises:
-    DatasetNotPreparedError: not prepared, and the split's size is not known.
+    DatasetNotPreparedError: not prepared, and a split's size is not known.
   """
   cfg = input_settings(cfg)
   builder = unprepared_builder(cfg.dataset, cfg.data_dir)
-  if builder.is_prepared():
-    return dataset_meta(cfg)
-  num_train = _shipped_split_size(builder, cfg.train_split, "train_split")
+  shipped = SHIPPED_SPLIT_SIZES.get(builder.name, {})
+  if cfg.train_split not in shipped or cfg.eval_split not in shipped:
+    if _has_dataset_info(builder):
+      return dataset_meta(cfg)
+    for split, field in ((cfg.train_split, "train_split"), (cfg.eval_split, "eval_split")):
+      _shipped_split_size(builder, split, field)   # raises for the unknown one
   return DatasetMeta(
       name=cfg.dataset,
       num_classes=builder.info.features["label"].num_classes,
       image_shape=(cfg.image_size, cfg.image_size, _channels(builder)),
-      num_train_examples=fraction_count(cfg.train_fraction, num_train),
-      num_eval_examples=_shipped_split_size(builder, cfg.eval_split, "eval_split"),
+      num_train_examples=fraction_count(cfg.train_fraction, shipped[cfg.train_split]),
+      num_eval_examples=shipped[cfg.eval_split],
   )
+
+
+def _has_dataset_info(builder: tfds.core.DatasetBuilder) -> bool:
+  """`builder.is_prepared()` without the WARNING that TFDS logs when it is
+  not ("Variant folder ... has no dataset_info.json"): TFDS calls the
+  version's folder prepared when it holds dataset_info.json (`is_prepared`
+  checks the folder's version name too, which for the builder's own
+  `data_path` is valid)."""
+  return (builder.data_path / "dataset_info.json").exists()
 
 
 def _seed_key(seed: int, stream: int, process_index: int) -> tf.Tensor:
