@@ -1,37 +1,66 @@
 #!/usr/bin/env bash
 # Trains a config on one host with NVIDIA GPUs, from a virtual environment in
-# this checkout: one JAX process drives every GPU (config.mesh =
-# dict(data=-1, model=1) spreads the batch over them).
+# this checkout. `launch/gpu_host.sh --help` prints the usage, every option with
+# its default, and an example: `usage` below is the one place they are written,
+# and it reads each default from the variable that holds it.
 #
-#   launch/gpu_host.sh [--setup] [--python=3.11] [--venv=.venv] [--gpus=0,1,2,3]
-#       [--max_restarts=10] [--print_only] -- TRAIN_ARGS...
-#
-# e.g.
-#   launch/gpu_host.sh --setup -- --config=cifar100_vit \
-#       --config.input.data_dir=$HOME/tensorflow_datasets --workdir=workdir/c100
-#
-# --setup installs `uv` with the system pip (`pip install --user`, with
-# --break-system-packages where the system Python is externally managed,
-# PEP 668: Ubuntu 24.04, Debian 12; uv alone goes to ~/.local) unless
-# `python3 -m uv` already works, makes the virtual environment --venv (relative
-# to the checkout) with `uv venv --python 3.11 --seed` (uv downloads a
-# standalone CPython when the host has no 3.11: the dependencies need >= 3.11),
-# and runs ONE `pip install -c constraints.txt -e .[cuda12]`: the tested set
-# with jax's CUDA 12 build and the CUDA libraries as wheels (only an NVIDIA
-# driver is needed on the host). Later launches skip --setup.
-#
-# TensorFlow (the input pipeline) is kept off the GPUs by train.py. Several GPU
-# hosts: run the same command on each with `--distributed` among the train.py
-# arguments, and a workdir all hosts share (see the README).
-# Preemption: when train.py exits with 75 (SIGTERM stopped it at a saved
-# step: a spot or preemptible host, a maintenance event, `kill`), the launcher
-# reruns the same command, which resumes from that step, up to
-# --max_restarts times; not when the launcher itself was signalled (Ctrl-C in
-# its terminal, the host shutting down).
-# --print_only prints every command instead of running it.
+# TensorFlow (the input pipeline) is kept off the GPUs by train.py.
 set -euo pipefail
 
 SETUP=0 PYTHON="3.11" VENV=".venv" GPUS="" PRINT_ONLY=0 MAX_RESTARTS=10
+
+usage() {
+  cat <<EOF
+Usage: launch/gpu_host.sh [OPTIONS] -- TRAIN_ARGS...
+
+Runs train.py TRAIN_ARGS on this host's NVIDIA GPUs, from a virtual environment
+in this checkout: one JAX process drives every GPU (config.mesh = dict(data=-1,
+model=1) spreads the batch over them). TRAIN_ARGS go to train.py unchanged
+(python train.py --help lists them); add --dry_run to them to check a config on
+these GPUs first.
+
+Options:
+  --setup             make the virtual environment first: uv from the system pip
+                      (pip install --user; --break-system-packages where the
+                      system Python is externally managed) unless python3 -m uv
+                      works, then uv venv --python VERSION --seed (uv downloads a
+                      CPython where the host has none), then one pip install -c
+                      constraints.txt -e .[cuda12]: jax's CUDA 12 build with the
+                      CUDA libraries as wheels, so the host needs only an NVIDIA
+                      driver. Later launches leave it out. (default: off)
+  --python=VERSION    the Python that --setup puts in the environment; the
+                      dependencies need 3.11 or later (default: $PYTHON)
+  --venv=DIR          the virtual environment, relative to the checkout unless
+                      absolute (default: $VENV)
+  --gpus=LIST         the GPUs to use, as CUDA_VISIBLE_DEVICES, e.g. 0,1
+                      (default: all)
+  --max_restarts=N    while train.py exits with 75 (SIGTERM stopped it at a saved
+                      step: a spot host, maintenance, kill), rerun the same
+                      command, which resumes from that step, at most N times;
+                      not after Ctrl-C or a signal to this launcher
+                      (default: $MAX_RESTARTS)
+  --print_only        print every command instead of running it (default: off)
+  -h, --help          print this help and exit
+
+Example:
+  launch/gpu_host.sh --setup -- --config=cifar100_vit \\
+      --config.input.data_dir=\$HOME/tensorflow_datasets --workdir=workdir/c100
+
+Several GPU hosts: run the same command on each with --distributed among
+TRAIN_ARGS and a workdir all hosts share (README: Running on TPU, GPU and Colab).
+EOF
+}
+
+# --help wins wherever it stands among the launcher's options (after --, it is
+# train.py's), and shows the defaults, not values given before it.
+for arg in "$@"; do
+  [[ "$arg" == "--" ]] && break
+  if [[ "$arg" == "--help" || "$arg" == "-h" ]]; then
+    usage
+    exit 0
+  fi
+done
+
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --setup) SETUP=1 ;;
@@ -41,7 +70,9 @@ while [[ $# -gt 0 ]]; do
     --max_restarts=*) MAX_RESTARTS="${1#*=}" ;;
     --print_only) PRINT_ONLY=1 ;;
     --) shift; break ;;
-    *) echo "unknown option $1 (put train.py's arguments after --)" >&2; exit 2 ;;
+    *) echo "launch/gpu_host.sh: unknown option $1 (launch/gpu_host.sh --help lists" \
+            "the options; train.py's arguments go after --)" >&2
+       exit 2 ;;
   esac
   shift
 done

@@ -1,51 +1,86 @@
 #!/usr/bin/env bash
 # Starts `train.py --distributed ARGS...` on every worker of a Cloud TPU VM (a
-# single host or a pod slice), from a virtual environment on each worker;
-# `--setup` first copies this checkout there and makes that environment.
-#
-#   launch/tpu_pod.sh --tpu=NAME --zone=ZONE [--project=P] [--setup]
-#       [--python=3.11] [--repo_dir=vit_spectral] [--venv=.venv] [--log=train.log]
-#       [--accelerator_type=TYPE] [--no_dry_run] [--max_restarts=10] [--print_only]
-#       -- TRAIN_ARGS...
-#
-# e.g.
-#   launch/tpu_pod.sh --tpu=deit --zone=us-central2-b --setup -- \
-#       --config=imagenet_deit \
-#       --config.input.data_dir=gs://BUCKET/tfds --workdir=gs://BUCKET/deit_s
-#
-# --setup, on every worker: unpacks the checkout into --repo_dir (relative to
-# the home directory), installs `uv` with the system pip (`pip install --user`)
-# and makes the virtual environment --venv (relative to --repo_dir) with
-# `uv venv --python 3.11 --seed`. Stock TPU VM images ship Python 3.10, older
-# than the dependencies accept (jax, flax, orbax: >= 3.11); uv downloads a
-# standalone CPython build into ~/.local/share/uv, needing no root and no
-# apt repository, the same on every image. Then ONE `pip install -c
-# constraints.txt -e .[tpu]` installs the package with the tested set,
-# jax's TPU build (libtpu) included. Later launches skip --setup.
+# single host or a pod slice), from a virtual environment on each worker.
+# `launch/tpu_pod.sh --help` prints the usage, every option with its default,
+# and an example: `usage` below is the one place they are written, and it reads
+# each default from the variable that holds it.
 #
 # Every worker runs the same command; `--distributed` makes train.py call
 # jax.distributed.initialize(), which finds the other workers through the TPU
 # metadata. Each worker reads its own rows of every global batch and the trainer
-# assembles the global batch from them. The workdir must be on storage
-# all workers see (gs://): checkpoints are written collectively, and a rerun of
-# the same command resumes from the latest one (also after a preemption).
-# SIGTERM to any worker (a maintenance event, preemption) stops every worker
-# at one saved step with exit code 75; when the worker command ends with 75
-# (as gcloud passes the workers' status on), the launcher reruns it, which
-# resumes from that step, up to --max_restarts times; not when the launcher
-# itself was signalled (Ctrl-C in its terminal).
-#
-# Before the workers start, worker 0 compiles the run's train step for the
-# slice with the TPU compiler (`train.py --dry_run --target=TYPE` with the same
-# TRAIN_ARGS, JAX_PLATFORMS=cpu: nothing runs on the TPU) and the launch stops
-# there, exit 1, if the step does not fit the chips' HBM (the dry run's one
-# line says what would). TYPE is --accelerator_type, else the slice's own
-# (`gcloud compute tpus tpu-vm describe`). --no_dry_run skips this check.
-# --print_only prints every command (local and gcloud) instead of running it.
+# assembles the global batch from them. Checkpoints are written collectively,
+# hence a workdir all workers see. A worker command that ends with 75 (gcloud
+# passes the workers' status on) is a stop at a saved step, which a rerun
+# resumes.
 set -euo pipefail
 
 TPU="" ZONE="" PROJECT="" SETUP=0 PYTHON="3.11" REPO_DIR="vit_spectral" VENV=".venv"
 LOG="train.log" PRINT_ONLY=0 ACCELERATOR_TYPE="" DRY_RUN=1 MAX_RESTARTS=10
+
+usage() {
+  cat <<EOF
+Usage: launch/tpu_pod.sh --tpu=NAME --zone=ZONE [OPTIONS] -- TRAIN_ARGS...
+
+Runs train.py --distributed TRAIN_ARGS on every worker of a Cloud TPU VM (one
+host or a pod slice) through gcloud, from a virtual environment on each worker.
+TRAIN_ARGS go to train.py unchanged (python train.py --help lists them); the
+workdir must be storage all workers see (gs://), and rerunning the same command
+resumes from its latest checkpoint.
+
+Options:
+  --tpu=NAME              the TPU VM to run on (required)
+  --zone=ZONE             its zone (required)
+  --project=PROJECT       its Google Cloud project (default: gcloud's own)
+  --setup                 first, on every worker: unpack this checkout into
+                          --repo_dir, install uv with the system pip (pip
+                          install --user), make --venv with uv venv --python
+                          VERSION --seed (stock TPU VM images ship Python 3.10;
+                          uv downloads a standalone CPython, no root needed),
+                          then one pip install -c constraints.txt -e .[tpu]
+                          (jax with libtpu). Later launches leave it out.
+                          (default: off)
+  --python=VERSION        the Python that --setup puts in the environment; the
+                          dependencies need 3.11 or later (default: $PYTHON)
+  --repo_dir=DIR          the checkout on each worker, relative to its home
+                          directory (default: $REPO_DIR)
+  --venv=DIR              the virtual environment, relative to --repo_dir
+                          (default: $VENV)
+  --log=FILE              each worker appends train.py's output to this file,
+                          relative to --repo_dir (default: $LOG)
+  --accelerator_type=TYPE the slice the dry run compiles for, e.g. v4-8
+                          (default: the TPU VM's own, from gcloud compute tpus
+                          tpu-vm describe)
+  --no_dry_run            skip the dry run. Before the workers start, worker 0
+                          compiles the run's train step for the slice on its CPU
+                          (train.py --dry_run --target=TYPE TRAIN_ARGS) and the
+                          launch stops there, exit 1, if the step does not fit
+                          the chips' memory (default: the dry run runs)
+  --max_restarts=N        while the workers exit with 75 (SIGTERM stopped every
+                          worker at one saved step: preemption, maintenance),
+                          rerun the same command, which resumes from that step,
+                          at most N times; not after Ctrl-C or a signal to this
+                          launcher (default: $MAX_RESTARTS)
+  --print_only            print every command (tar, gcloud) instead of running
+                          it (default: off)
+  -h, --help              print this help and exit
+
+Example:
+  launch/tpu_pod.sh --tpu=deit --zone=us-central2-b --setup -- \\
+      --config=imagenet_deit \\
+      --config.input.data_dir=gs://BUCKET/tfds --workdir=gs://BUCKET/deit_s
+EOF
+}
+
+# --help wins wherever it stands among the launcher's options (after --, it is
+# train.py's), and shows the defaults, not values given before it.
+for arg in "$@"; do
+  [[ "$arg" == "--" ]] && break
+  if [[ "$arg" == "--help" || "$arg" == "-h" ]]; then
+    usage
+    exit 0
+  fi
+done
+
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --tpu=*) TPU="${1#*=}" ;;
@@ -61,12 +96,15 @@ while [[ $# -gt 0 ]]; do
     --max_restarts=*) MAX_RESTARTS="${1#*=}" ;;
     --print_only) PRINT_ONLY=1 ;;
     --) shift; break ;;
-    *) echo "unknown option $1 (put train.py's arguments after --)" >&2; exit 2 ;;
+    *) echo "launch/tpu_pod.sh: unknown option $1 (launch/tpu_pod.sh --help lists" \
+            "the options; train.py's arguments go after --)" >&2
+       exit 2 ;;
   esac
   shift
 done
 if [[ -z "$TPU" || -z "$ZONE" ]]; then
-  echo "usage: $0 --tpu=NAME --zone=ZONE [--project=P] [--setup] [--print_only] -- TRAIN_ARGS..." >&2
+  echo "launch/tpu_pod.sh: --tpu=NAME and --zone=ZONE are required (launch/tpu_pod.sh" \
+       "--help prints the usage)" >&2
   exit 2
 fi
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"

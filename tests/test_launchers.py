@@ -8,6 +8,7 @@ train.py would receive, not by reading the string.
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -215,11 +216,98 @@ def test_gpu_host_without_setup_or_venv_says_to_run_setup(tmp_path):
 
 
 @pytest.mark.parametrize("script", [TPU_POD, GPU_HOST])
-def test_launchers_reject_unknown_options(script):
+def test_launchers_reject_unknown_options_pointing_at_help(script):
   result = launch(script, ["--tpu=pod", "--zone=z", "--bogus"]
                   if script == TPU_POD else ["--bogus"])
   assert result.returncode == 2
-  assert "unknown option --bogus" in result.stderr
+  (line,) = result.stderr.splitlines()
+  name = os.path.relpath(script, ROOT)
+  assert line.startswith(f"{name}: unknown option --bogus ({name} --help lists the options")
+
+
+def test_tpu_pod_without_tpu_or_zone_points_at_help():
+  result = launch(TPU_POD, ["--tpu=pod", "--", "--config=digits_vit"])
+  assert result.returncode == 2
+  assert result.stderr.splitlines() == [
+      "launch/tpu_pod.sh: --tpu=NAME and --zone=ZONE are required (launch/tpu_pod.sh "
+      "--help prints the usage)"]
+
+
+def _parsed_options(script: str) -> list[str]:
+  """The options the launcher's argument loop accepts (its `case` patterns)."""
+  with open(script, encoding="utf-8") as f:
+    text = f.read()
+  loop = text[text.index("while [[ $# -gt 0 ]]"):]
+  loop = loop[:loop.index("esac")]
+  return re.findall(r"^ +(--[a-z_]+)(?:=\*)?\)", loop, re.MULTILINE)
+
+
+def _help_entries(help_text: str) -> dict[str, str]:
+  """{option: its whole entry} of the help's "Options:" section (an entry is
+  its "  --name..." line and the indented lines that continue it)."""
+  section = help_text.split("\nOptions:\n", 1)[1].split("\n\n", 1)[0]
+  entries, name = {}, None
+  for line in section.splitlines():
+    if re.match(r"^  -", line):
+      name = re.match(r"^  (-[-\w]+)", line)[1]
+      entries[name] = line
+    else:
+      entries[name] += " " + line.strip()
+  return {name: " ".join(entry.split()) for name, entry in entries.items()}
+
+
+def _defaults(script: str) -> dict[str, str]:
+  """The launcher's variables as first set (NAME="value" or NAME=value)."""
+  with open(script, encoding="utf-8") as f:
+    text = f.read()
+  first = text[:text.index("usage()")]
+  return dict(re.findall(r'\b([A-Z_]+)="?([^" \n]*)"?', first))
+
+
+@pytest.mark.parametrize("script", [TPU_POD, GPU_HOST])
+def test_help_prints_usage_every_option_with_its_default_and_an_example(script, fake_gcloud):
+  env, log = fake_gcloud
+  name = os.path.relpath(script, ROOT)
+  for args in (["--help"], ["-h"], ["--print_only", "--bogus", "--help", "--", "x"]):
+    result = launch(script, args, env)
+    assert result.returncode == 0 and result.stderr == "", (args, result.stderr)
+    assert result.stdout.startswith(f"Usage: {name} "), args
+  assert not log.exists()  # no gcloud call
+  entries = _help_entries(result.stdout)
+  options = _parsed_options(script)
+  assert len(options) >= 6 and set(entries) == {*options, "-h"}, (options, entries)
+  for option, entry in entries.items():
+    if option != "-h":
+      assert re.search(r"\((default: [^)]+|required)\)$", entry), entry
+  defaults = _defaults(script)
+  for option, variable in (("--python", "PYTHON"), ("--venv", "VENV"),
+                           ("--max_restarts", "MAX_RESTARTS")):
+    assert entries[option].endswith(f"(default: {defaults[variable]})"), entries[option]
+  if script == TPU_POD:
+    assert entries["--repo_dir"].endswith("(default: vit_spectral)")
+    assert entries["--tpu"].endswith("(required)") and entries["--zone"].endswith("(required)")
+
+
+@pytest.mark.parametrize("script", [TPU_POD, GPU_HOST])
+def test_the_help_example_runs_with_print_only(script, fake_gcloud):
+  env, log = fake_gcloud
+  help_text = launch(script, ["--help"]).stdout
+  example = help_text.split("\nExample:\n", 1)[1].split("\n\n", 1)[0]
+  words = shlex.split(example.replace("\\\n", " "))
+  assert words[0] == os.path.relpath(script, ROOT)
+  at = words.index("--")
+  result = launch(script, [*words[1:at], "--print_only", *words[at:]], env)
+  assert result.returncode == 0, result.stderr
+  assert not log.exists()
+  # The training command, last, holds TRAIN_ARGS (gpu_host: as its arguments;
+  # tpu_pod: in the command sent to the workers).
+  assert " ".join(words[at + 1:]) in " ".join(shlex.split(result.stdout.splitlines()[-1]))
+
+
+def test_help_after_the_separator_is_train_pys():
+  result = launch(GPU_HOST, ["--print_only", "--", "--help"])
+  assert result.returncode == 0, result.stderr
+  assert result.stdout.splitlines()[-1].endswith("train.py --help")
 
 
 # A venv python standing in for train.py: the `import jax` check passes; each
