@@ -188,13 +188,13 @@ def get_builder(
   """
   builder = unprepared_builder(dataset, data_dir)
   if dataset in OFFLINE_BUILDERS:
-    if not builder.is_prepared():
+    if not _has_dataset_info(builder):
       # Nothing to fetch; disabling the GCS probe keeps this fully offline.
       builder.download_and_prepare(
           download_config=tfds.download.DownloadConfig(try_download_gcs=False)
       )
     return builder
-  if not builder.is_prepared():
+  if not _has_dataset_info(builder):   # is_prepared() without TFDS's WARNING
     if not download:
       raise DatasetNotPreparedError(_not_prepared_message(dataset, builder))
     builder.download_and_prepare()
