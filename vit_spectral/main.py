@@ -14,10 +14,10 @@ which trains on the CPU):
                                     --config.input.data_dir=/data/tfds;
                                     `=None` unsets a field that may be None
                                     (e.g. --config.num_epochs=None
-                                    --config.total_steps=1000)
-                                    Every field of every section, the
-                                    attention's options and the block's
-                                    included: --config.model.block.feat_scale=True,
+                                    --config.total_steps=1000). Every field
+                                    of every section, the attention's and the
+                                    block's options included:
+                                    --config.model.block.feat_scale=True,
                                     --config.model.attention.name=hopfield
                                     --config.model.attention.alpha=0.5
   --print_config                    checks the resolved config (every check a
@@ -32,11 +32,12 @@ Multi-host (TPU pod slices, multi-node GPU): pass `--distributed` on every host;
 `--coordinator_address`, `--num_processes` and `--process_id` name the cluster
 where no cluster manager (Cloud TPU, SLURM, Open MPI, Kubernetes) is detected.
 
-Failures: a mistake on the command line (missing config file, unknown field,
-a value of the wrong type) is one line, exit code 2; a run that fails for a
-reason it can name (`errors.RunError`: an invalid field, a data set not
-prepared, a workdir in use, ...) is `error: <message>`, exit code 1, with the
-traceback in the workdir's log file once the run holds the workdir.
+Failures: a mistake on the command line or in the config (missing config
+file, unknown field, a value of the wrong type or out of its range, a name
+that is not registered) is one line, exit code 2, before JAX or TensorFlow is
+imported; a run that fails for a reason it can name (`errors.RunError`: a data
+set not prepared, a workdir in use, ...) is `error: <message>`, exit code 1,
+with the traceback in the workdir's log file once the run holds the workdir.
 
 Stops: SIGTERM (preemption, maintenance) or SIGINT (Ctrl-C) during training
 finishes the step in flight, saves it (all processes agree on the step) and
