@@ -16,8 +16,7 @@ writes back every captured line that is not one of those (`is_start_up_line`),
 so a real error still shows. TensorFlow's C++ INFO lines later on (e.g.
 `tf_record_dataset_op.cc] The default buffer size is 262144, which is
 overridden by ...` each time TFDS opens a file) are off unless
-TF_CPP_MIN_LOG_LEVEL says otherwise; its warnings and errors show.
-
+TF_CPP_MIN_LOG_LEVEL says otherwise; its warnings and errors show:
 
   from vit_spectral.data.tensorflow_import import tf     # TensorFlow, quiet
   from vit_spectral.data.tensorflow_import import tfds   # TFDS (it imports TF)
