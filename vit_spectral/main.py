@@ -305,14 +305,11 @@ def wants_help(argv: Sequence[str]) -> bool:
 
 class _QuietLibraries(std_logging.Filter):
   """For the terminal: drops INFO chatter of orbax, JAX's backend probing and
-  TF's dataset ops, TFDS's own deprecation notice (nothing a user can act
-  on), and orbax's error records that carry a traceback (a failed save: the
-  run ends with one `error:` line; the run's log file keeps them all). Other
-  warnings pass."""
+  TF's dataset ops (nothing a user can act on), and orbax's error records
+  that carry a traceback (a failed save: the run ends with one `error:` line;
+  the run's log file keeps them all). Other warnings pass."""
 
   def filter(self, record):
-    if record.getMessage().startswith("`FeatureConnector.dtype` is deprecated"):
-      return False
     if record.exc_info and "/orbax/" in record.pathname:
       return False
     noisy = any(part in record.pathname for part in ("/orbax/", "/tensorflow", "/jax/_src/"))
