@@ -51,15 +51,14 @@ TRAIN_ARGS and a workdir all hosts share (README: Running on TPU, GPU and Colab)
 EOF
 }
 
+source "$(dirname "$0")/print_or_run.sh"
+
 # --help wins wherever it stands among the launcher's options (after --, it is
 # train.py's), and shows the defaults, not values given before it.
-for arg in "$@"; do
-  [[ "$arg" == "--" ]] && break
-  if [[ "$arg" == "--help" || "$arg" == "-h" ]]; then
-    usage
-    exit 0
-  fi
-done
+if help_requested "$@"; then
+  usage
+  exit 0
+fi
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -80,7 +79,6 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 [[ "$VENV" == /* ]] || VENV="$ROOT/$VENV"
 
 # run (prints instead with --print_only) and UV_SETUP.
-source "$(dirname "$0")/print_or_run.sh"
 
 if [[ "$SETUP" == 1 ]]; then
   run bash -c "$UV_SETUP"

@@ -12,6 +12,17 @@ run() {
   fi
 }
 
+# `help_requested ARGS...`: whether --help or -h stands among the launcher's own
+# options (before `--`; after it, they are train.py's).
+help_requested() {
+  local arg
+  for arg in "$@"; do
+    [[ "$arg" == "--" ]] && return 1
+    [[ "$arg" == "--help" || "$arg" == "-h" ]] && return 0
+  done
+  return 1
+}
+
 UV_SETUP='python3 -m uv --version >/dev/null 2>&1 || { python3 -m pip install --user --quiet uv || python3 -m pip install --user --quiet --break-system-packages uv; }'
 
 # `run_resuming MAX CMD...`: runs CMD (through `run`); while it exits with 75

@@ -71,15 +71,14 @@ Example:
 EOF
 }
 
+source "$(dirname "$0")/print_or_run.sh"
+
 # --help wins wherever it stands among the launcher's options (after --, it is
 # train.py's), and shows the defaults, not values given before it.
-for arg in "$@"; do
-  [[ "$arg" == "--" ]] && break
-  if [[ "$arg" == "--help" || "$arg" == "-h" ]]; then
-    usage
-    exit 0
-  fi
-done
+if help_requested "$@"; then
+  usage
+  exit 0
+fi
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -113,7 +112,6 @@ COMMON=(--zone="$ZONE")
 [[ -n "$PROJECT" ]] && COMMON+=(--project="$PROJECT")
 
 # run (prints instead with --print_only) and UV_SETUP.
-source "$(dirname "$0")/print_or_run.sh"
 
 # One word for the remote shell.
 quote() { printf '%q' "$1"; }
