@@ -26,7 +26,6 @@ import jax
 import jax.numpy as jnp
 
 from vit_spectral.layers.drop_path import linear_drop_path_rates
-from vit_spectral.models import model_checks
 from vit_spectral.names import did_you_mean
 from vit_spectral.models.specs import BlockSpec, EncoderSpec
 
@@ -140,10 +139,6 @@ class Backbone(nn.Module):
     return ClassifierHead(self.num_classes, pooling, param_dtype=self.block.param_dtype,
                           name="head")(tokens)
 
-  def check_positive(self, *fields: str) -> None:
-    """Each named field (an int, or a sequence of ints) must be positive."""
-    model_checks.check_positive(self, *fields)
-
 
 class IsotropicBackbone(Backbone):
   """One encoder of `depth` blocks of one width (ViT, CaiT).
@@ -186,10 +181,6 @@ class StagedBackbone(Backbone):
   num_heads: tuple[int, ...] = dataclasses.field(kw_only=True)
   mlp_ratio: float = dataclasses.field(default=4.0, kw_only=True)
   patch_size: int = dataclasses.field(default=4, kw_only=True)
-
-  def check_stages(self, *per_stage: str) -> None:
-    """depths, num_heads and each field of `per_stage` have one positive entry per stage."""
-    model_checks.check_stages(self, *per_stage)
 
   def stage_block(self, stage: int, width: int) -> BlockSpec:
     """The BlockSpec of stage `stage`'s blocks, whose tokens are `width` wide."""

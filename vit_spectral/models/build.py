@@ -39,7 +39,6 @@ import dataclasses
 import typing
 from typing import Any, Mapping
 
-import jax.numpy as jnp
 from ml_collections import config_dict
 
 from vit_spectral.models.backbone import model_entry
@@ -47,12 +46,12 @@ from vit_spectral.models.backbone import model_entry
 from vit_spectral.models import model_settings
 from vit_spectral.models.model_settings import ModelPlan, check_known, model_plan  # noqa: F401
 from vit_spectral.models.segments import layer_specs
-from vit_spectral.models.specs import LIVE_FACTS, BlockSpec, EncoderSpec
+from vit_spectral.models.specs import DTYPES, LIVE_FACTS, BlockSpec, EncoderSpec
 from vit_spectral.models.vit import ViT
 from vit_spectral.settings import plain
 
-_DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16, "float16": jnp.float16}
-DTYPE_NAMES = tuple(_DTYPES)
+_DTYPES = DTYPES
+DTYPE_NAMES = tuple(DTYPES)
 # Module fields that are not config keys: the caller supplies num_classes,
 # flax owns parent and name, and the specs are spelled out (`config_keys`).
 _NOT_CONFIG = ("parent", "name", "num_classes", "block", "encoder")
@@ -65,11 +64,6 @@ def model_class(variant: str | None) -> type:
   """The model class `model.variant` names: ViT for None, else the
   registered name's class (raises ValueError for an unknown name, listing all)."""
   return ViT if variant is None else model_entry(variant)[0]
-
-
-def named_fields(variant: str) -> dict[str, Any]:
-  """The config-form fields a registered name stands for (a copy)."""
-  return model_entry(variant)[1]
 
 
 def _model_fields(cls: type) -> list[dataclasses.Field]:
@@ -164,7 +158,7 @@ def model_kwargs(model_config: Mapping[str, Any]) -> dict[str, Any]:
   Raises:
     ValueError: as `model_plan`, or a layer override's spec.
   """
-  plan = model_plan(model_config, facts=_LiveCatalogFacts())
+  plan = model_plan(model_config, facts=LIVE_FACTS)
   block = dict(plan.block)
   for field in ("dtype", "param_dtype"):
     block[field] = parse_dtype(block[field], f"model.{field}")
@@ -173,26 +167,6 @@ def model_kwargs(model_config: Mapping[str, Any]) -> dict[str, Any]:
     fields["layer_overrides"] = plan.layer_overrides
     layer_specs(fields["depth"], fields["block"], plan.layer_overrides)
   return fields
-
-
-class _LiveCatalogFacts:
-  """`model_plan`'s facts from the live registries (a run checks with what
-  is registered now, a variant registered by the user included)."""
-
-  def attention(self, name):
-    return LIVE_FACTS.attention(name)
-
-  attention_names = property(lambda self: LIVE_FACTS.attention_names)
-
-  norms = property(lambda self: LIVE_FACTS.norms)
-  activations = LIVE_FACTS.activations
-  feat_scale_forms = LIVE_FACTS.feat_scale_forms
-  dtypes = DTYPE_NAMES
-
-  @property
-  def initializers(self):
-    from vit_spectral.layers.initializers import registered_initializers  # pylint: disable=import-outside-toplevel
-    return registered_initializers()
 
 
 def _field(cls: type, name: str) -> dataclasses.Field:

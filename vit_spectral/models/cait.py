@@ -77,11 +77,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
-def class_token_attentions() -> list[str]:
-  """Registered variants that update the class token only (the class stage's)."""
-  return model_checks.class_token_attentions(LIVE_FACTS)
-
-
 def check_class_attention(name: str) -> type:
   """The class stage's attention class; ValueError saying why for any other
   (`model_checks.check_class_attention`)."""

@@ -143,38 +143,41 @@ def block_spec_fields() -> dict[str, dict[str, Any]]:
   return _load()["block_spec"]
 
 
+def _names(key: str, module: str, registered: str) -> tuple[str, ...]:
+  """The catalogued names under `key`, with those the live registry `module`
+  holds (its function `registered`) when it is imported."""
+  names = set(_load()[key])
+  if _loaded(module):
+    names |= set(getattr(sys.modules[module], registered)())
+  return tuple(sorted(names))
+
+
 class CatalogFacts:
   """The facts `spec_checks.check_block` needs, from `catalog.json`."""
 
   def attention(self, name: str) -> AttentionFacts:
-    attentions = list(_load()["attentions"])
-    if name not in attentions and _loaded("vit_spectral.attention.registry"):
-      from vit_spectral.attention import registry  # pylint: disable=import-outside-toplevel
-      if name in registry.registered_attentions():
-        from vit_spectral.models import specs  # pylint: disable=import-outside-toplevel
-        return specs.attention_facts(registry.get_attention(name))
-      attentions = sorted({*attentions, *registry.registered_attentions()})
-    if name not in attentions:
-      raise ValueError(
-          f"model.attention.name={name!r} is not a registered attention variant"
-          f"{did_you_mean(name, attentions)}; choose one of {sorted(attentions)}")
-    entry = _load()["attentions"][name]
-    return AttentionFacts(entry["class"], entry["options"], entry["updates_prefix_only"],
-                          entry["mixes_skip"], entry["stateful"])
+    catalogued = _load()["attentions"]
+    if name in catalogued:
+      entry = catalogued[name]
+      return AttentionFacts(entry["class"], entry["options"], entry["updates_prefix_only"],
+                            entry["mixes_skip"], entry["stateful"])
+    names = self.attention_names
+    if name in names:   # registered by the user's own code: read it live
+      # pylint: disable=import-outside-toplevel
+      from vit_spectral.attention import registry
+      from vit_spectral.models import specs
+      return specs.attention_facts(registry.get_attention(name))
+    raise ValueError(
+        f"model.attention.name={name!r} is not a registered attention variant"
+        f"{did_you_mean(name, names)}; choose one of {list(names)}")
 
   @property
   def attention_names(self) -> tuple[str, ...]:
-    names = set(_load()["attentions"])
-    if _loaded("vit_spectral.attention.registry"):
-      names |= set(sys.modules["vit_spectral.attention.registry"].registered_attentions())
-    return tuple(sorted(names))
+    return _names("attentions", "vit_spectral.attention.registry", "registered_attentions")
 
   @property
   def norms(self) -> tuple[str, ...]:
-    names = _load()["norms"]
-    if _loaded("vit_spectral.layers.norms"):
-      names = sys.modules["vit_spectral.layers.norms"].registered_norms()
-    return tuple(names)
+    return _names("norms", "vit_spectral.layers.norms", "registered_norms")
 
   @property
   def activations(self) -> tuple[str, ...]:
@@ -186,10 +189,7 @@ class CatalogFacts:
 
   @property
   def initializers(self) -> tuple[str, ...]:
-    names = _load()["initializers"]
-    if _loaded("vit_spectral.layers.initializers"):
-      names = sys.modules["vit_spectral.layers.initializers"].registered_initializers()
-    return tuple(names)
+    return _names("initializers", "vit_spectral.layers.initializers", "registered_initializers")
 
   @property
   def dtypes(self) -> tuple[str, ...]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from vit_spectral.names import did_you_mean
+from vit_spectral.models.spec_checks import check_choice
 
 __all__ = ["CHECKS", "EMBEDDINGS", "MERGES", "POOLINGS", "POSEMB_CHOICES", "POSEMB_TOKENS",
            "STEMS", "check_cait", "check_class_attention", "check_cswin", "check_positive",
@@ -31,12 +31,6 @@ MERGES = ("linear", "conv")
 # How the CSwin stem and merges convolve (CSwin.embedding): CSwin's
 # overlapping convolutions or LipsFormer's non-overlapping ones ("as in Swin").
 EMBEDDINGS = ("overlapping", "patch")
-
-
-def _choice(value: Any, choices: Sequence[str], field: str) -> None:
-  if value not in choices:
-    raise ValueError(f"{field}={value!r}{did_you_mean(str(value), choices)}; choose one of "
-                     f"{list(choices)}")
 
 
 def check_positive(model: Any, *fields: str) -> None:
@@ -74,10 +68,10 @@ def check_vit(model: Any, height: int, width: int, facts: Any = None) -> None:
   """The ViT's fields, on an image of height × width."""
   del facts  # the ViT's checks need no registry
   check_positive(model, "hidden_size", "depth", "patch_size")
-  _choice(model.pooling, POOLINGS, "model.pooling")
-  _choice(model.stem, STEMS, "model.stem")
-  _choice(model.posemb, POSEMB_CHOICES, "model.posemb")
-  _choice(model.posemb_tokens, POSEMB_TOKENS, "model.posemb_tokens")
+  check_choice(model.pooling, POOLINGS, "model.pooling")
+  check_choice(model.stem, STEMS, "model.stem")
+  check_choice(model.posemb, POSEMB_CHOICES, "model.posemb")
+  check_choice(model.posemb_tokens, POSEMB_TOKENS, "model.posemb_tokens")
   if model.posemb_tokens != "all" and model.posemb != "learned":
     raise ValueError(f"model.posemb_tokens={model.posemb_tokens!r} places a learned position "
                      f"embedding; model.posemb={model.posemb!r} has none to place (leave "
@@ -132,7 +126,7 @@ def check_swin(model: Any, height: int, width: int, facts: Any) -> None:
   """Swin's fields, on an image of height × width."""
   check_stages(model)
   check_positive(model, "embed_dim", "window_size")
-  _choice(model.merge, MERGES, "model.merge")
+  check_choice(model.merge, MERGES, "model.merge")
   if "relative_position_bias" in model.block.attention_kwargs:
     raise ValueError("model.attention.relative_position_bias is set by Swin: use "
                      "model.relative_position_bias")
@@ -161,7 +155,7 @@ def check_cswin(model: Any, height: int, width: int, facts: Any = None) -> None:
   check_stages(model, "stripe_widths")
   check_positive(model, "hidden_size", "stripe_widths")
   stages = len(model.depths)
-  _choice(model.embedding, EMBEDDINGS, "model.embedding")
+  check_choice(model.embedding, EMBEDDINGS, "model.embedding")
   stride = model.patch_size * 2 ** (stages - 1)
   image_shape = (height, width)
   if any(side % stride for side in image_shape):

@@ -16,13 +16,13 @@ re-exports it).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar, Mapping, NamedTuple
+from typing import Any, ClassVar, Mapping, NamedTuple, Sequence
 
 from vit_spectral.names import did_you_mean
 
 __all__ = ["ATTENTION_FIELDS_SET_BY_BLOCK", "ATTENTION_RESIDUALS", "AttentionFacts",
            "BLOCK_ORDERS", "ENCODER_MODES", "ENCODER_RESIDUALS", "EncoderSpec",
-           "check_attention_options", "check_block", "check_rate"]
+           "check_attention_options", "check_block", "check_choice", "check_rate"]
 
 ENCODER_MODES = ("scan", "loop")
 # What the encoder's backward pass keeps from the forward (EncoderSpec.residuals).
@@ -70,7 +70,8 @@ def check_attention_options(facts: AttentionFacts, options: Mapping[str, Any],
                      f"{facts.class_name} (the others are set by the model) accepts {valid}")
 
 
-def _check_choice(value: Any, choices: tuple[str, ...], field: str) -> None:
+def check_choice(value: Any, choices: Sequence[str], field: str) -> None:
+  """`field`'s value is one of `choices`; the error names the nearest and all."""
   if value not in choices:
     raise ValueError(f"{field}={value!r}{did_you_mean(str(value), choices)}; choose one "
                      f"of {list(choices)}")
@@ -96,11 +97,11 @@ def check_block(block: Mapping[str, Any], facts: Any) -> None:
     raise ValueError(f"model.attention.name={block['attention']!r} updates the class token "
                      "only and cannot run in a Block (its output is not one per token); "
                      "it is the class stage of models.cait")
-  _check_choice(block["mlp_activation"], tuple(facts.activations), "model.block.mlp_activation")
+  check_choice(block["mlp_activation"], tuple(facts.activations), "model.block.mlp_activation")
   if block["mlp_activation"] == "swiglu" and block["mlp_dim"] is not None and block["mlp_dim"] % 2:
     raise ValueError(f"model.mlp_dim={block['mlp_dim']} must be even with "
                      "model.block.mlp_activation='swiglu' (fc1's output is split in two)")
-  _check_choice(block["block_order"], BLOCK_ORDERS, "model.block.block_order")
+  check_choice(block["block_order"], BLOCK_ORDERS, "model.block.block_order")
   if block["block_order"] == "lipsformer" and block["residual_alpha"] is None:
     raise ValueError("model.block.block_order='lipsformer' needs "
                      "model.block.residual_alpha (e.g. 1/L for L blocks)")
@@ -113,10 +114,10 @@ def check_block(block: Mapping[str, Any], facts: Any) -> None:
   for field in ("feat_scale", "drop_path_rescale", "use_mlp", "conv_block"):
     if not isinstance(block[field], bool):
       raise ValueError(f"model.block.{field}={block[field]!r} must be True or False")
-  _check_choice(block["feat_scale_form"], tuple(facts.feat_scale_forms),
+  check_choice(block["feat_scale_form"], tuple(facts.feat_scale_forms),
                 "model.block.feat_scale_form")
   residual = block["attention_residual"]
-  _check_choice(residual, ATTENTION_RESIDUALS, "model.block.attention_residual")
+  check_choice(residual, ATTENTION_RESIDUALS, "model.block.attention_residual")
   if residual == "replace" and not attention.mixes_skip:
     raise ValueError(
         "model.block.attention_residual='replace' needs an attention variant with "
@@ -156,7 +157,7 @@ class EncoderSpec:
       "remat": "remat", "drop_path_rate": "drop_path_rate"}
 
   def __post_init__(self):
-    _check_choice(self.mode, ENCODER_MODES, "model.encoder_mode")
+    check_choice(self.mode, ENCODER_MODES, "model.encoder_mode")
     if isinstance(self.unroll, bool) or not isinstance(self.unroll, int) or self.unroll < 1:
       raise ValueError(f"model.encoder_unroll={self.unroll!r} must be an int >= 1 (blocks "
                        "per iteration of the scanned encoder's loop)")

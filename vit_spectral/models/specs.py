@@ -28,18 +28,18 @@ import jax.numpy as jnp
 
 from vit_spectral.attention import get_attention, registered_attentions
 from vit_spectral.layers.feat_scale import FEAT_SCALE_FORMS
+from vit_spectral.layers.initializers import registered_initializers
 from vit_spectral.layers.mlp import MLP_ACTIVATIONS
 from vit_spectral.layers.norms import LAYER_NORM_EPSILON, registered_norms
 # The checks and the encoder's spec, JAX-free for the command line (re-exported).
-from vit_spectral.models import spec_checks
 from vit_spectral.models.spec_checks import (  # noqa: F401
     ATTENTION_FIELDS_SET_BY_BLOCK, ATTENTION_RESIDUALS, BLOCK_ORDERS, ENCODER_MODES,
     ENCODER_RESIDUALS, AttentionFacts, EncoderSpec, check_block, check_rate)
 from vit_spectral.settings import plain
 
 __all__ = ["ATTENTION_FIELDS_SET_BY_BLOCK", "ATTENTION_RESIDUALS", "BLOCK_ORDERS", "BlockSpec",
-           "BranchSpec", "ENCODER_MODES", "ENCODER_RESIDUALS", "EncoderSpec", "LIVE_FACTS",
-           "attention_facts", "check_attention_options", "check_rate"]
+           "BranchSpec", "DTYPES", "ENCODER_MODES", "ENCODER_RESIDUALS", "EncoderSpec",
+           "LIVE_FACTS", "attention_facts", "check_rate"]
 
 
 def attention_facts(cls: type) -> AttentionFacts:
@@ -64,8 +64,14 @@ def type_name(hint: Any) -> str:
   return {int: "int", float: "float", bool: "bool", str: "str", tuple: "tuple"}.get(hint, "any")
 
 
+# config.model's dtype names and the dtypes they stand for.
+DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16, "float16": jnp.float16}
+
+
 class _LiveFacts:
-  """The facts `spec_checks.check_block` needs, from the live registries."""
+  """The facts `spec_checks.check_block` and `model_settings.model_plan` need,
+  from the live registries (a run checks with what is registered now, a
+  variant registered by the user's own code included)."""
 
   def attention(self, name: str) -> AttentionFacts:
     return attention_facts(get_attention(name))
@@ -78,20 +84,16 @@ class _LiveFacts:
   def norms(self) -> tuple[str, ...]:
     return registered_norms()
 
+  @property
+  def initializers(self) -> tuple[str, ...]:
+    return registered_initializers()
+
   activations = MLP_ACTIVATIONS
   feat_scale_forms = FEAT_SCALE_FORMS
+  dtypes = tuple(DTYPES)
 
 
 LIVE_FACTS = _LiveFacts()
-
-
-def check_attention_options(name: str, options: Mapping[str, Any],
-                            field: str = "model.attention") -> type:
-  """The attention class `name` registers, after checking that every key of
-  `options` is one of its fields the Block does not set itself."""
-  cls = get_attention(name)
-  spec_checks.check_attention_options(attention_facts(cls), options, field)
-  return cls
 
 
 class BranchSpec(NamedTuple):
