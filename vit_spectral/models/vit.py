@@ -192,9 +192,6 @@ class Block(nn.Module):
     spec = self.spec
     groups = self.layout.head_groups(spec.num_heads)
     options = dict(spec.attention_kwargs)
-    if "return_state" in options:
-      raise ValueError("model.attention.return_state is set by the block (it always carries "
-                       "the attention's state on); remove it from the attention options")
     if len(groups) > 1 and options.get("head_dim") is None:
       options["head_dim"] = y.shape[-1] // spec.num_heads   # the groups split the heads
     attentions = [spec.attention_class(
