@@ -8,7 +8,7 @@ libtpu, and jax's CUDA plugin (jax-cuda12-plugin, jax-cuda12-pjrt), at the
 versions constraints.txt pins, are installed with --no-deps into folders of
 their own (.ci/libtpu, .ci/cuda; git-ignored) and put on PYTHONPATH of these
 commands only: the test environment never imports them (libtpu prints at
-import). Four commands, each checked:
+import). Seven commands, each checked:
 
 1. DeiT-S ImageNet (imagenet_deit) on a v5e slice (v5litepod-16): exit 0, the
    step fits, FLOPs over all layers exceed XLA's count of one scanned block,
@@ -19,6 +19,11 @@ import). Four commands, each checked:
    `error:` line that says it does not fit.
 4. DeiT-S ImageNet on an A3 host (8 H100, a3-highgpu-8g): exit 0, fits, the
    FLOPs from the jaxpr, a positive step time.
+5. Backend defaults (issue 44), for v5litepod-16 (command 1) and one H100
+   (a3-highgpu-1g, batch 256): the report names the target's platform and its
+   fused attention kernel (splash, cuDNN), the kernel's custom calls are in the
+   compiled step, and the same command with the resolved defaults written out
+   compiles to the same memory figures.
 
 Prints each command's wall time (the compile times this step costs).
 """
@@ -36,7 +41,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FOLDERS = {"libtpu": os.path.join(ROOT, ".ci", "libtpu"),
            "cuda": os.path.join(ROOT, ".ci", "cuda")}
-PACKAGES = {"libtpu": ("libtpu",), "cuda": ("jax-cuda12-plugin", "jax-cuda12-pjrt")}
+PACKAGES = {"libtpu": ("libtpu",),
+            "cuda": ("jax-cuda12-plugin", "jax-cuda12-pjrt", "nvidia-cudnn-cu12")}
 
 
 def pinned(package: str) -> str:
@@ -93,6 +99,8 @@ def main() -> None:
   libtpu = install("libtpu")
   deit, _ = dry_run(["--config=imagenet_deit", "--target=v5litepod-16"], 0, libtpu)
   check(deit["fits"] and deit["chips"] == 16, "DeiT-S fits on 16 chips")
+  check_target_defaults(deit, "tpu", "splash", ["--config=imagenet_deit",
+                                                "--target=v5litepod-16"], libtpu)
   check(deit["flops_per_chip"] > 5 * deit["flops_as_compiled"],
         "the scanned encoder's 12 blocks are all counted")
   check(deit["step_seconds"] > 0 and 0 < deit["mfu_ceiling"] <= 1, "step time and MFU ceiling")
@@ -114,6 +122,30 @@ def main() -> None:
   gpu, _ = dry_run(["--config=imagenet_deit", "--target=a3-highgpu-8g"], 0, install("cuda"))
   check(gpu["fits"] and gpu["chips"] == 8 and gpu["device"] == "GPU", "DeiT-S fits on 8 H100")
   check(gpu["flops_source"] == "jaxpr" and gpu["step_seconds"] > 0, "GPU FLOPs and step time")
+  one_gpu = ["--config=imagenet_deit", "--config.input.batch_size=256",
+             "--target=a3-highgpu-1g"]
+  single, _ = dry_run(one_gpu, 0, install("cuda"))
+  check_target_defaults(single, "gpu", "cudnn", one_gpu, install("cuda"))
+
+
+def check_target_defaults(report: dict, platform: str, kernel: str, args: list[str],
+                          folder: str) -> None:
+  """The dry run resolved the target's defaults (not this CPU's), compiled
+  the target's fused attention kernel, and compiles the same step as a run
+  with those defaults written out (issue 44)."""
+  defaults = report["backend_defaults"]
+  check(defaults["platform"] == platform and defaults["attention_kernel"] == kernel,
+        f"the {platform} target's defaults: {defaults}")
+  check(report["attention_kernels"].get(kernel, 0) > 0,
+        f"{kernel} attention is in the compiled step: {report['attention_kernels']}")
+  written = [f"--config.model.encoder_residuals={defaults['encoder_residuals']}",
+             f"--config.model.encoder_unroll={defaults['encoder_unroll']}",
+             "--config.model.attention.implementation=fused"]
+  explicit, _ = dry_run(args + written, 0, folder)
+  check(explicit["hbm_per_chip_bytes"] == report["hbm_per_chip_bytes"],
+        f"defaults written out compile the same step: {explicit['hbm_per_chip_bytes']} vs "
+        f"{report['hbm_per_chip_bytes']}")
+  print(f"[targets] {platform}: {defaults}; compiled {report['attention_kernels']}")
 
 
 if __name__ == "__main__":

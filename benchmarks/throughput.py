@@ -14,15 +14,23 @@ rules), on synthetic images. For each configuration it reports:
                        argument + output + temp - alias (donated inputs that
                        the outputs overwrite are counted once), the same sum
                        as `train.py --dry_run`
-  flops_per_image      XLA's `cost_analysis()` of the train step (forward +
-                       backward + optimizer update) divided by the global batch.
-                       XLA counts a while-loop body once, so a scanned encoder
-                       would count one block, and remat would add the
-                       recomputed forward: the count is taken from the same
-                       step lowered with encoder_mode="loop" and no remat
-                       (traced, not compiled): model FLOPs, not hardware FLOPs
+  flops_per_image      model FLOPs of the train step (forward + backward) per
+                       image: every matmul and convolution of its jaxpr
+                       (`training.jaxpr_costs.matmul_flops`, the counter of
+                       `train.py --dry_run`; "flops_source": "jaxpr"), on
+                       every backend, so MFU means the same on a GPU (where
+                       XLA's cost analysis has no FLOPs: cuBLAS and cuDNN
+                       calls), a TPU and a CPU. Counted on the step traced
+                       (not compiled) with encoder_mode="loop" and remat off
+                       (nothing recomputed: model FLOPs, not hardware FLOPs)
+                       and the attention "explicit" (a fused kernel's matmuls
+                       are one opaque call in the jaxpr; the FLOPs are the same)
+  xla_flops_per_image  XLA's `cost_analysis()` of that step lowered (elementwise
+                       work and the optimizer update included); None where
+                       XLA has no count (GPUs)
   analytic_flops_per_image   3 x the forward matmuls of a plain ViT (see
-                       `analytic_flops_per_image`) and the ratio to XLA's count
+                       `analytic_flops_per_image`) and the ratios of XLA's
+                       and the jaxpr's counts to it
   mfu                  images_per_s x flops_per_image / (devices x peak FLOP/s
                        of one device), the peak from PEAKS by `device_kind`
                        (or --peak_tflops); "n/a" for an unknown kind (a CPU)
@@ -38,7 +46,7 @@ rules), on synthetic images. For each configuration it reports:
 `--model` takes the ViT names and the other backbones' names (BACKBONE_NAMES:
 the registered names that are not ViT names); a backbone keeps its own shape (no
 --patch/--width/... overrides) and its own attention unless --attention is
-given, and has no analytic FLOP count (XLA's is reported).
+given, and has no analytic FLOP count.
 
 Defaults pick the backend's shape: on CPU Ti/4 at 32x32, batch 128, float32
 (the CIFAR shape of `benchmarks/vs_timm.py`); elsewhere B/16 at 224x224,
@@ -78,7 +86,7 @@ from vit_spectral.attention.value_output import VALUE_OUTPUTS  # noqa: E402
 from vit_spectral.models import build_model, registered_model_names  # noqa: E402
 from vit_spectral.models.specs import ENCODER_MODES  # noqa: E402
 from vit_spectral.models.variants import MODEL_NAMES, variant_fields  # noqa: E402
-from vit_spectral.training import sharding, steps  # noqa: E402
+from vit_spectral.training import jaxpr_costs, sharding, steps  # noqa: E402
 from vit_spectral.training.optim import OptimSettings, make_optimizer  # noqa: E402
 from vit_spectral.training.train_state import TrainState  # noqa: E402
 
@@ -143,6 +151,10 @@ PEAKS = (
     # Same datasheet, H100 SXM ("NVIDIA H100 80GB HBM3"): BF16 1,979 TF / TF32
     # 989 TF with sparsity, FP32 67 TF.
     Peak("H100 SXM", r"h100", 989.5, 494.5, 67.0, "NVIDIA H100 datasheet"),
+    # NVIDIA GH200 Grace Hopper datasheet (the GPU of "NVIDIA GH200 480GB"; matched
+    # before the H200 patterns, which its name also contains): BF16 1,979 TF / TF32
+    # 989 TF with sparsity, FP32 67 TF.
+    Peak("GH200", r"gh200", 989.5, 494.5, 67.0, "NVIDIA GH200 datasheet"),
     # NVIDIA H200 datasheet, H200 NVL: BF16 1,671 TF / TF32 835 TF with sparsity, FP32 60 TF.
     Peak("H200 NVL", r"h200.*nvl", 835.5, 417.5, 60.0, "NVIDIA H200 datasheet"),
     # Same datasheet, H200 SXM: BF16 1,979 TF / TF32 989 TF with sparsity, FP32 67 TF.
@@ -212,7 +224,8 @@ class Spec:
     feat_scale: FeatScale on every block (paper 000).
     value_output: `model.attention.value_output` (paper 003's eigen modes).
     mlp_activation: `model.block.mlp_activation` (None = the Block's default).
-    encoder_mode: "scan" or "loop"; remat: rematerialise each block.
+    encoder_mode: "scan" or "loop"; None = the library's default
+      (`models.specs.EncoderSpec`); remat: rematerialise each block.
     dtype: compute dtype (parameters stay float32).
     batch: global batch (split over all devices).
   """
@@ -227,7 +240,7 @@ class Spec:
   implementation: str = "auto"
   feat_scale: bool = False
   value_output: str = "standard"
-  encoder_mode: str = "scan"
+  encoder_mode: str | None = None
   remat: bool = False
   dtype: str = "float32"
   batch: int = 128
@@ -242,7 +255,7 @@ class Spec:
                ("encoder_mode", self.encoder_mode, ENCODER_MODES),
                ("dtype", self.dtype, DTYPES)]
     for option, value, valid in choices:
-      if value not in valid:
+      if value is not None and value not in valid:   # None: the library's default
         raise ValueError(f"--{option}={value!r}; choose one of {list(valid)}")
     shape = dict(patch=self.patch, width=self.width, depth=self.depth, heads=self.heads,
                  mlp=self.mlp)
@@ -271,8 +284,9 @@ class Spec:
     block = dict(feat_scale=True) if self.feat_scale else {}
     if self.mlp_activation is not None:
       block["mlp_activation"] = self.mlp_activation
-    return dict(fields, attention=attention, block=block,
-                encoder_mode=self.encoder_mode, remat=self.remat, dtype=self.dtype)
+    encoder = {} if self.encoder_mode is None else dict(encoder_mode=self.encoder_mode)
+    return dict(fields, attention=attention, block=block, remat=self.remat, dtype=self.dtype,
+                **encoder)
 
   def label(self) -> str:
     """The variant as a short name: "attn_scale", "dot_product+feat_scale", ..."""
@@ -342,13 +356,36 @@ def _cost(analysis) -> dict[str, float]:
   return dict(analysis or {})
 
 
-def model_flops_per_image(spec: Spec, mesh) -> float | None:
-  """XLA's FLOPs of one train step per image, every block counted once and
-  none recomputed: the step of `spec` with encoder_mode="loop", remat off,
-  lowered (not compiled) over the whole batch."""
-  counted = dataclasses.replace(spec, encoder_mode="loop", remat=False)
-  _, step, _, state, batch = build_step(counted, mesh)
-  flops = _cost(step.lower(state, batch).cost_analysis()).get("flops")
+def counted_spec(spec: Spec) -> Spec:
+  """`spec` as its FLOPs are counted: encoder_mode="loop" and remat off, so
+  every block is counted once and no forward work is recomputed (remat and a
+  scan's residual policy would add some; XLA counts a while-loop body once),
+  and the attention "explicit" (a fused kernel's matmuls would be one opaque
+  call in the jaxpr; the model FLOPs are the same)."""
+  return dataclasses.replace(spec, encoder_mode="loop", remat=False, implementation="explicit")
+
+
+def counted_step(spec: Spec, mesh) -> jax.stages.Traced:
+  """The train step of `counted_spec(spec)`, traced (not compiled)."""
+  _, step, _, state, batch = build_step(counted_spec(spec), mesh)
+  return step.trace(state, batch)
+
+
+def matmul_flops_per_image(spec: Spec, mesh, traced: jax.stages.Traced | None = None) -> float:
+  """Model FLOPs of one train step per image: the matmuls and convolutions of
+  its jaxpr (`jaxpr_costs.matmul_flops`) for the whole batch, over the batch.
+  `traced`: `counted_step(spec, mesh)`, traced here where not given."""
+  traced = counted_step(spec, mesh) if traced is None else traced
+  return jaxpr_costs.matmul_flops(traced.jaxpr) / spec.batch
+
+
+def xla_flops_per_image(spec: Spec, mesh, traced: jax.stages.Traced | None = None
+                        ) -> float | None:
+  """XLA's FLOPs of one train step per image (elementwise work and the update
+  included): `cost_analysis()` of `counted_step` lowered, not compiled; None
+  where XLA has no count (GPUs: cuBLAS and cuDNN calls hide theirs)."""
+  traced = counted_step(spec, mesh) if traced is None else traced
+  flops = _cost(traced.lower().cost_analysis()).get("flops")
   return None if flops is None else float(flops) / spec.batch
 
 
@@ -398,7 +435,9 @@ def benchmark(spec: Spec, *, steps_timed: int = 10, warmup: int = 2,
   compiled = step.lower(state_spec, batch_spec).compile()
   compile_s = time.perf_counter() - start
   memory = memory_per_device(compiled)
-  flops = model_flops_per_image(spec, mesh)
+  traced = counted_step(spec, mesh)
+  flops = matmul_flops_per_image(spec, mesh, traced)
+  xla_flops = xla_flops_per_image(spec, mesh, traced)
   cfg = spec.model_config()
   if spec.model in BACKBONE_NAMES:   # its own shape; no analytic count of a plain ViT
     analytic, shape, tokens = None, dict(variant=spec.model), None
@@ -410,12 +449,14 @@ def benchmark(spec: Spec, *, steps_timed: int = 10, warmup: int = 2,
     tokens = (spec.image // cfg["patch_size"]) ** 2 + 1
   row: dict[str, Any] = dict(
       spec=dataclasses.asdict(spec), variant=spec.label(),
-      shape=shape, tokens=tokens,
+      encoder_mode=model.encoder.mode, shape=shape, tokens=tokens,
       backend=jax.default_backend(), device_kind=kind, devices=len(devices),
       compile_s=compile_s, memory_bytes_per_device=memory,
-      flops_per_image=flops, analytic_flops_per_image=analytic,
-      flops_ratio_xla_to_analytic=None if flops is None or analytic is None
-      else flops / analytic)
+      flops_per_image=flops, flops_source="jaxpr", xla_flops_per_image=xla_flops,
+      analytic_flops_per_image=analytic,
+      flops_ratio_to_analytic=None if analytic is None else flops / analytic,
+      flops_ratio_xla_to_analytic=None if xla_flops is None or analytic is None
+      else xla_flops / analytic)
   if memory_limit is not None and memory is not None and memory["total"] > memory_limit:
     row["does_not_fit"] = True
     return row
@@ -440,12 +481,11 @@ def benchmark(spec: Spec, *, steps_timed: int = 10, warmup: int = 2,
       step_ms=1e3 * step_s, step_ms_min=1e3 * min(times), step_ms_max=1e3 * max(times),
       steps_timed=steps_timed, warmup=warmup,
       images_per_s=images_per_s, images_per_s_per_device=images_per_s / len(devices),
-      achieved_tflops_per_device=None if flops is None else
-      flops * images_per_s / len(devices) / 1e12,
+      achieved_tflops_per_device=flops * images_per_s / len(devices) / 1e12,
       peak_tflops_per_device=device_peak,
       peak_source="--peak_tflops" if peak is not None else
       (find_peak(kind).source if find_peak(kind) else None),
-      mfu=None if flops is None else mfu(flops, images_per_s, len(devices), device_peak),
+      mfu=mfu(flops, images_per_s, len(devices), device_peak),
       final_loss=float(metrics.compute()["loss"]))
   stats = devices[0].memory_stats() or {}
   if "peak_bytes_in_use" in stats:  # the allocator's view (GPU/TPU), device 0
@@ -546,7 +586,8 @@ def _fmt(value, spec: str, missing: str = "n/a") -> str:
 def table_line(row: dict[str, Any]) -> str:
   spec = row["spec"]
   memory = row["memory_bytes_per_device"]
-  mode = spec["encoder_mode"] + ("+remat" if spec["remat"] else "")
+  mode = (row.get("encoder_mode") or spec["encoder_mode"] or "default") + (
+      "+remat" if spec["remat"] else "")
   if spec["implementation"] != "auto":
     mode += f" {spec['implementation']}"
   overrides = [f"{k}={spec[k]}" for k in ("patch", "width", "depth", "heads", "mlp")
@@ -608,7 +649,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
   parser.add_argument("--implementation", default="auto", help=f"one of {list(IMPLEMENTATIONS)}")
   parser.add_argument("--feat_scale", action="store_true", help="FeatScale on every block")
   parser.add_argument("--value_output", default="standard", help=f"one of {list(VALUE_OUTPUTS)}")
-  parser.add_argument("--encoder_mode", default="scan", help=f"one of {list(ENCODER_MODES)}")
+  parser.add_argument("--encoder_mode", help=f"one of {list(ENCODER_MODES)} (default: the "
+                      "library's)")
   parser.add_argument("--remat", action="store_true", help="rematerialise every block")
   parser.add_argument("--dtype", help=f"compute dtype, one of {list(DTYPES)} "
                       "(default: float32 on CPU, bfloat16 elsewhere)")
@@ -664,10 +706,12 @@ def main(argv: Sequence[str] | None = None) -> int:
   write_results(rows, out)
   print(f"\n{machine()['date']}, {jax.devices()[0].device_kind} x {jax.device_count()}, "
         f"jax {jax.__version__}. GiB/dev: argument + output + temp - alias of the compiled "
-        "step. GFLOP/img: XLA cost analysis of fwd + bwd + AdamW (encoder looped, no remat). "
-        "XLA/analytic: that over the matmul count of a plain ViT of the same shape "
-        "(variants without Q/K projections, e.g. quadratic, sit below 1). MFU: against the "
-        "device kind's peak (n/a: kind not in PEAKS, e.g. a CPU; see --peak_tflops).\n")
+        "step. GFLOP/img: the matmuls of fwd + bwd in the step's jaxpr (no remat), the "
+        "FLOPs of MFU on every backend. XLA/analytic: XLA's cost analysis of fwd + bwd + "
+        "AdamW (encoder looped, no remat; n/a on GPUs) over the matmul count of a plain ViT "
+        "of the same shape (variants without Q/K projections, e.g. quadratic, sit below 1). "
+        "MFU: against the device kind's peak (n/a: kind not in PEAKS, e.g. a CPU; see "
+        "--peak_tflops).\n")
   print(markdown_table(rows))
   print(f"\nwrote {out}")
   return 0

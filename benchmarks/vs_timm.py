@@ -81,14 +81,14 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHAPE = dict(image=32, patch=4, width=192, depth=12, heads=3, mlp=768, num_classes=10)
 # name -> throughput.Spec fields (on top of the shape): ours, per variant and mode.
 OURS = {
-    "dot_product/scan": dict(),
+    "dot_product/scan": dict(encoder_mode="scan"),
     "dot_product/loop": dict(encoder_mode="loop"),
     # timm's GELU (exact, erf); ours defaults to the tanh form (big_vision's).
-    "dot_product+gelu_erf/scan": dict(mlp_activation="gelu_erf"),
-    "attn_scale/scan": dict(attention="attn_scale"),
-    "feat_scale/scan": dict(feat_scale=True),
-    "cosine/scan": dict(attention="cosine"),
-    "hopfield/scan": dict(attention="hopfield"),
+    "dot_product+gelu_erf/scan": dict(mlp_activation="gelu_erf", encoder_mode="scan"),
+    "attn_scale/scan": dict(attention="attn_scale", encoder_mode="scan"),
+    "feat_scale/scan": dict(feat_scale=True, encoder_mode="scan"),
+    "cosine/scan": dict(attention="cosine", encoder_mode="scan"),
+    "hopfield/scan": dict(attention="hopfield", encoder_mode="scan"),
 }
 TIMM = "timm"
 TIMM_COMPILED = "timm+torch.compile"

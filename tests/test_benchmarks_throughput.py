@@ -44,17 +44,40 @@ def test_mfu_comes_from_the_peak_table(tiny_row):
 
 
 def test_flops_per_image_match_the_analytic_count():
-  """XLA's count of the whole train step (fwd + bwd + AdamW) within 5% of the
-  matmul count of a plain ViT at ViT-Ti width (norms, softmax, GELU and the
-  update are the difference); a scanned, rematerialised encoder is counted as
-  the loop (every block once, nothing recomputed): counted from the scan, two
-  blocks would count as one (about half), and remat would add a forward."""
+  """The jaxpr's matmuls of the whole train step (fwd + bwd) are the matmul
+  count of a plain ViT at ViT-Ti width, exactly; XLA's count (fwd + bwd +
+  AdamW) is within 5% above it (norms, softmax, GELU and the update are the
+  difference). A scanned, rematerialised encoder is counted as the loop (every
+  block once, nothing recomputed): counted from the scan by XLA, two blocks
+  would count as one (about half), and remat would add a forward."""
   spec = throughput.Spec(model="Ti/4", image=32, depth=2, batch=8, encoder_mode="scan",
                          remat=True)
   mesh = throughput.sharding.make_mesh(throughput.sharding.MeshSettings())
-  flops = throughput.model_flops_per_image(spec, mesh)
   analytic = throughput.analytic_flops_per_image(32, 4, 192, 2, 768)
-  assert 1.0 <= flops / analytic <= 1.05
+  traced = throughput.counted_step(spec, mesh)
+  assert throughput.matmul_flops_per_image(spec, mesh, traced) == pytest.approx(analytic,
+                                                                                rel=1e-9)
+  assert 1.0 <= throughput.xla_flops_per_image(spec, mesh, traced) / analytic <= 1.05
+
+
+def test_flops_and_mfu_without_xla_cost_analysis(monkeypatch):
+  """Where XLA's cost analysis has no FLOPs (a GPU: cuBLAS calls), the row's
+  FLOPs are still the jaxpr's matmul count, and MFU comes from them."""
+  monkeypatch.setattr(jax.stages.Lowered, "cost_analysis", lambda self: None)
+  spec = throughput.Spec(**TINY)
+  row = throughput.benchmark(spec, steps_timed=1, warmup=0, peak=1.0)
+  mesh = throughput.sharding.make_mesh(throughput.sharding.MeshSettings())
+  assert row["xla_flops_per_image"] is None and row["flops_ratio_xla_to_analytic"] is None
+  assert row["flops_source"] == "jaxpr"
+  assert row["flops_per_image"] == throughput.matmul_flops_per_image(spec, mesh) > 0
+  assert row["mfu"] == pytest.approx(row["flops_per_image"] * row["images_per_s"] / (8 * 1e12))
+  cells = throughput.table_line(row).strip("| ").split(" | ")
+  assert cells[-3] == f"{row['flops_per_image'] / 1e9:.3f}" and cells[-1].endswith("%")
+
+
+def test_spec_leaves_the_encoder_mode_to_the_library():
+  assert "encoder_mode" not in throughput.Spec().model_config()
+  assert throughput.Spec(encoder_mode="loop").model_config()["encoder_mode"] == "loop"
 
 
 @pytest.mark.parametrize("kind, name", [
@@ -63,7 +86,7 @@ def test_flops_per_image_match_the_analytic_count():
     ("NVIDIA A100-SXM4-80GB", "A100"), ("NVIDIA A100-PCIE-40GB", "A100"),
     ("NVIDIA H100 80GB HBM3", "H100 SXM"), ("NVIDIA H100 PCIe", "H100 PCIe"),
     ("NVIDIA H100 NVL", "H100 NVL"), ("NVIDIA H200", "H200 SXM"),
-    ("NVIDIA H200 NVL", "H200 NVL")])
+    ("NVIDIA H200 NVL", "H200 NVL"), ("NVIDIA GH200 480GB", "GH200")])
 def test_device_kinds_find_their_peak(kind, name):
   assert throughput.find_peak(kind).name == name
 

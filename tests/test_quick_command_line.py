@@ -168,6 +168,8 @@ def test_a_good_config_passes_both_and_the_plan_matches_the_specs():
                               if k not in ("block", "encoder")}
   assert plan.encoder == spec.fields["encoder"]
   block = spec.fields["block"].as_dict()
+  for field in spec.fields["block"].SET_BY_RUN:   # the run's (its backend), not the config's
+    assert block.pop(field) is None
   for field in ("dtype", "param_dtype"):
     block[field] = build.dtype_name(block[field])
   assert dict(plan.block) == block

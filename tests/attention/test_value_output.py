@@ -1,5 +1,7 @@
 """Eigen-reparameterized W_V W_proj (paper 003 §4): spectra, gradients, the module."""
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -166,3 +168,77 @@ def test_settings_from_attention_options():
   assert vo.ValueOutput.from_options(None) == vo.ValueOutput()
   assert not vo.ValueOutput().eigen and vo.ValueOutput("minus").symmetric
   assert not vo.ValueOutput("minus_ns").symmetric
+
+
+# --- The cheaper kernels compute what the plain calls compute (issue 40) ---------
+
+def _theta(size: int, seed: int = 0):
+  return jax.random.normal(jax.random.key(seed), (size, size))
+
+
+@pytest.mark.parametrize("size", [8, 64, 192])
+def test_householder_qr_is_jnp_linalg_qr(size):
+  """Q (geqrf's reflectors in compact-WY form) against `jnp.linalg.qr`: the same
+  Q, column signs included, to float32 rounding; R = triu(Qᵀx) the same R."""
+  theta = _theta(size, size)
+  q_ref, r_ref = jnp.linalg.qr(theta)
+  q, r = jax.jit(vo._householder_qr)(theta)
+  np.testing.assert_allclose(np.asarray(q), np.asarray(q_ref), rtol=0, atol=2e-6)
+  np.testing.assert_allclose(np.asarray(r), np.asarray(r_ref), rtol=0,
+                             atol=2e-6 * float(jnp.abs(r_ref).max()))
+  np.testing.assert_allclose(np.asarray(q.T @ q), np.eye(size), rtol=0, atol=5e-6)
+
+
+def test_householder_qr_where_a_reflector_is_the_identity():
+  """τ_j = 0 where the column below the diagonal is already zero (H_j = I)."""
+  theta = jnp.triu(_theta(6)) + jnp.diag(jnp.arange(1.0, 7.0))
+  theta = theta.at[3:, 2].set(0.0).at[1:, 0].set(0.0)
+  np.testing.assert_allclose(np.asarray(vo._householder_qr(theta)[0]),
+                             np.asarray(jnp.linalg.qr(theta)[0]), rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_orthogonal_factor_gradient_is_jnp_linalg_qr_gradient(seed):
+  """The gradient through `orthogonal_factor` against `jnp.linalg.qr`'s own rule,
+  to the rounding of Q and R (amplified by R's condition number, ~100 here)."""
+  theta = _theta(48, seed)
+  weights = jnp.cos(_theta(48, seed + 10))
+  grad = jax.jit(jax.grad(lambda t: jnp.sum(vo.orthogonal_factor(t) * weights)))(theta)
+  ref = jax.jit(jax.grad(lambda t: jnp.sum(jnp.linalg.qr(t)[0] * weights)))(theta)
+  np.testing.assert_allclose(np.asarray(grad), np.asarray(ref), rtol=0,
+                             atol=1e-5 * float(jnp.abs(ref).max()))
+
+
+def test_inverse_and_its_gradient_are_jnp_linalg_inv():
+  v = jnp.linalg.qr(_theta(48, 3))[0] + 0.3 * _theta(48, 4) / np.sqrt(48)
+  weights = jnp.cos(_theta(48, 5))
+  inv = jnp.linalg.inv(v)
+  np.testing.assert_allclose(np.asarray(vo._inverse(v)), np.asarray(inv), rtol=0,
+                             atol=2e-6 * float(jnp.abs(inv).max()))
+  grad = jax.grad(lambda v: jnp.sum(vo._inverse(v) * weights))(v)
+  ref = jax.grad(lambda v: jnp.sum(jnp.linalg.inv(v) * weights))(v)
+  np.testing.assert_allclose(np.asarray(grad), np.asarray(ref), rtol=0,
+                             atol=1e-5 * float(jnp.abs(ref).max()))
+
+
+@pytest.mark.parametrize("mode", ["minus", "plus_ns"])
+@pytest.mark.parametrize("residuals", ["all", "dots"])
+def test_one_factorisation_per_layer_in_the_train_step(mode, residuals):
+  """One factorisation per layer and step, and two triangular solves: the value
+  and output projections share the layer's kernels (not one QR or inverse and
+  its backward pass per use), Q is formed without orgqr, the inverse's
+  gradient solves nothing, and under the scanned encoder's "dots" residual
+  policy the backward loop factorises nothing again (Q, R and V⁻¹ are matmul
+  outputs, kept). Counted as LAPACK calls in the gradient compiled for the
+  CPU: the scan's forward and backward loop bodies, one layer each."""
+  model = build_model(dict(patch_size=4, hidden_size=WIDTH, depth=2, num_heads=HEADS,
+                           mlp_dim=16, encoder_mode="scan", encoder_residuals=residuals,
+                           attention=dict(name="dot_product", value_output=mode)),
+                      num_classes=3)
+  images = jax.random.normal(jax.random.key(0), (2, 8, 8, 1))
+  params = model.init(jax.random.key(1), images)["params"]
+  grad = jax.grad(lambda p: jnp.sum(model.apply({"params": p}, images) ** 2))
+  calls = re.findall(r'custom_call_target="lapack_\w(\w+)_ffi"',
+                     jax.jit(grad).lower(params).compile().as_text())
+  assert calls.count("geqrf") + calls.count("getrf") == 1, calls
+  assert calls.count("trsm") == 2 and "orgqr" not in calls, calls

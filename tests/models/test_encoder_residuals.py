@@ -8,7 +8,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from vit_spectral import backends
 from vit_spectral.models import EncoderSpec, build_model, loop_to_scan, scan_to_loop
+from vit_spectral.models.build import model_spec
 
 TINY = dict(patch_size=4, hidden_size=8, depth=3, num_heads=2, mlp_dim=16)
 IMAGES = np.random.default_rng(0).standard_normal((4, 8, 8, 1)).astype(np.float32)
@@ -35,7 +37,7 @@ def test_scan_with_the_cpu_residuals_equals_the_loop():
       lambda a: 0.3 * rng.standard_normal(a.shape).astype(np.float32),
       jax.eval_shape(loop.init, jax.random.key(0), IMAGES)["params"])
   want_loss, want_logits, want_grads = loss_and_grads(loop, params)
-  assert tiny().encoder.residuals is None   # per backend: "dots" on CPU
+  assert tiny().encoder.residuals == "dots"   # the build writes in the CPU's default
   assert EncoderSpec().residual_policy() == "dots"
   loss, logits, grads = loss_and_grads(tiny(), loop_to_scan(params))
   np.testing.assert_allclose(logits, want_logits, rtol=1e-5, atol=1e-6)
@@ -69,3 +71,21 @@ def test_unroll_to_depth_leaves_no_loop():
 def test_bad_unroll_names_the_field(fields, message):
   with pytest.raises(ValueError, match=message):
     tiny(**fields).init(jax.random.key(0), IMAGES)
+
+
+@pytest.mark.parametrize("platform, unroll", [("cpu", 1), ("gpu", TINY["depth"]), ("tpu", 1)])
+def test_the_build_writes_in_the_backend_passed_not_the_hosts(platform, unroll):
+  """`ModelSpec.build(backend=...)` resolves the defaults for the platform it is
+  handed (a dry run's target), whatever this process runs on (issue 44): the
+  scan saves the Dense and attention-kernel outputs everywhere, and a GPU
+  runs every block in one iteration (the loop's program, the scan's layout)."""
+  backend = backends.Backend(platform)
+  model = model_spec(TINY).build(5, backend)
+  assert model.encoder.residuals == backend.encoder_residuals("scan") == "dots"
+  assert model.encoder.unroll == unroll
+  assert model.block.platform == platform
+  assert model_spec(dict(TINY, encoder_unroll=2)).build(5, backend).encoder.unroll == 2
+  assert model_spec(dict(TINY, encoder_mode="loop")).build(5, backend).encoder.residuals == "all"
+  assert model_spec(dict(TINY, remat=True)).build(5, backend).encoder.residuals is None
+  explicit = model_spec(dict(TINY, encoder_residuals="all")).build(5, backends.Backend("cpu"))
+  assert explicit.encoder.residuals == "all"        # a setting the config makes is kept

@@ -92,10 +92,10 @@ projection. Off (default): no parameters, the same numbers.
 
 Implementation (the shared field `implementation`, one of IMPLEMENTATIONS):
 "explicit" builds the (B, H, T, T) map with einsums and sows it; "fused" asks
-`jax.nn.dot_product_attention` for the mixed values without returning the
-map (`attention.fused`: XLA's path on every backend in JAX 0.10.2, which
-still forms the scores inside the step; its precision and masking match
-the explicit path's), which needs a variant that
+`attention.fused` for the mixed values without returning the map: cuDNN's
+flash attention on a GPU, Pallas' splash attention on a TPU (the token axis
+padded, the padding masked exactly), XLA's einsums elsewhere or where the
+kernel cannot take the call (`fused.kernel_for`; `platform` picks), which needs a variant that
 supports it (`supports_fused`) and a call where nobody reads the map: no
 "intermediates" collection, no active attention dropout, no carried state;
 "auto" (default) takes "fused" exactly when those hold. `use_fused` decides;
@@ -186,6 +186,9 @@ class Attention(nn.Module):
     updates_prefix_only: class constant; True = the queries are the prefix
       tokens only and the output is (B, num_prefix_tokens, D) (class
       attention), which a `Block` cannot use.
+    platform: the platform the program is compiled for, which picks the
+      fused call's kernel (`attention.fused`); the Block sets it from its
+      spec (the run's backend, `vit_spectral.backends`); None = this process's.
     return_state: the call returns `(y, new_state)` (True, default: the
       carry form the encoder threads from block to block) or `y` alone
       (False: the plain call, module docstring; raises ValueError where the
@@ -252,6 +255,7 @@ class Attention(nn.Module):
   lepe: bool = False
   out_bias: bool = True
   return_state: bool = True
+  platform: str | None = None
 
   @classmethod
   def initial_state(cls, batch_size: int, num_tokens: int, num_heads: int):
@@ -297,7 +301,7 @@ class Attention(nn.Module):
       q, k, scale, bias = self.fused_inputs(q, k, x)
       v = self.head_values(self.values(x) if v is None else v)
       mixed = fused_attention(q, k, v, scale=scale, bias=self.position_bias(bias),
-                              mask=mask, dtype=self.dtype)
+                              mask=mask, dtype=self.dtype, platform=self.platform)
       new_state = state
     else:
       logits = self.scores(q, k, x)                          # float32 (B or 1, H, T, S)
@@ -573,7 +577,13 @@ class Attention(nn.Module):
     return vo.ValueOutput(self.value_output, self.value_output_clip, self.value_output_eps)
 
   def _eigen_kernels(self, width: int):
-    """(W_V (D, H, Dh), W_proj (H, Dh, D)) of the eigen `value_output`, float32."""
+    """(W_V (D, H, Dh), W_proj (H, Dh, D)) of the eigen `value_output`, float32.
+
+    Built once per call: `project_value` and `project_out` both ask, and the
+    second gets the first's kernels while the parameters are the same objects
+    (the same trace), so a step differentiates one QR or inverse per layer,
+    not two (the two backward passes were not merged by XLA).
+    """
     settings = self.value_output_settings()
     settings.check_heads(self.num_heads, self.resolved_head_dim(width), width)
     if settings.symmetric:
@@ -585,7 +595,15 @@ class Attention(nn.Module):
       basis = {vo.VECTORS: self._shared_param(
           vo.VECTORS, nn.initializers.orthogonal(), (width, width))}
     params = dict(basis, **{vo.PSI: self._shared_param(vo.PSI, vo.psi_init, (width,))})
-    return vo.value_output_kernels(params, settings, self.num_heads)
+    # A memo on this bound instance (a fresh clone per apply and per lifted
+    # trace); keyed by the parameter objects, so a stale trace's never match.
+    memo = self.__dict__.get("_eigen_memo")
+    if memo is not None and memo[0].keys() == params.keys() and all(
+        memo[0][k] is v for k, v in params.items()):
+      return memo[1]
+    kernels = vo.value_output_kernels(params, settings, self.num_heads)
+    object.__setattr__(self, "_eigen_memo", (params, kernels))
+    return kernels
 
   def probabilities(self, logits, mask=None):
     """Masked softmax over keys, computed in float32, sown and dropped out.

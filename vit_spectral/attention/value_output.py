@@ -23,12 +23,20 @@ W_V,h W_proj,h is then exactly V_H Λ_H V_H^{T or −1}.
 
 The settings (mode, clip, ε) have one owner, the frozen `ValueOutput`: its
 defaults are the attention module's defaults (`attention.base.Attention` reads
-them from `DEFAULT`) and its checks run when one is built. Both
-`Attention.project_qkv` (value) and `Attention.project_out` (output) call
-`value_output_kernels` on the same parameters, and the diagnostics
+them from `DEFAULT`) and its checks run when one is built. The value
+(`Attention.project_value`) and output (`Attention.project_out`) projections
+take their kernels from one `value_output_kernels` call per layer and step
+(`Attention._eigen_kernels`), and the diagnostics
 (`vit_spectral.analysis.eigen`) call it on trained parameters with the layer's
 `ValueOutput.from_options(attention_kwargs)`: one definition of the kernels for
 the model and the analysis.
+
+Cost (issue 40): the D×D factorisation per layer (QR of Θ, or LU for V_H⁻¹)
+is ~0.1 % of a step's FLOPs but a serial solver call (cuSOLVER on a GPU,
+LAPACK on scipy's OpenBLAS on a CPU), so each layer makes one factorisation
+and as few solver calls as the same numbers allow: `orthogonal_factor` forms
+Q from the reflectors by matmuls, and `_inverse`'s gradient uses the inverse
+it has. benchmarks/eigen_overhead.py measures the step.
 
 Parameters of an eigen-reparameterized attention module (besides query/key):
   h_theta (D, D): Θ (symmetric modes), or h_vectors (D, D): V_H (non-symmetric);
@@ -63,6 +71,10 @@ VALUE_OUTPUTS = (STANDARD, *_EIGEN_MODES)
 THETA = "h_theta"
 VECTORS = "h_vectors"
 PSI = "h_psi"
+
+# The kernels' own matmuls run in float32 whatever the backend's default
+# (TPU: bfloat16 passes), as the solver calls they stand in for.
+_HIGHEST = jax.lax.Precision.HIGHEST
 
 # The attention module's field of each ValueOutput field (`attention.base`).
 ATTENTION_FIELDS = {"value_output": "mode", "value_output_clip": "clip",
@@ -156,9 +168,78 @@ def eigenvalues(psi, value_output: ValueOutput | str):
 
 
 def orthogonal_factor(theta):
-  """V_H = Q of QR(Θ) (paper §4): (D, D) -> orthogonal (D, D), float32."""
-  q, _ = jnp.linalg.qr(theta.astype(jnp.float32))
-  return q
+  """V_H = Q of QR(Θ) (paper §4): (D, D) -> orthogonal (D, D), float32.
+
+  Householder QR as `jnp.linalg.qr` computes it (the same reflectors, so the
+  same signs of V_H's columns, and its gradient rule), with Q and R formed by
+  matmuls (`_householder_qr`): the same Q to float32 rounding.
+  """
+  return _householder_q(theta.astype(jnp.float32))
+
+
+def _householder_qr(x):
+  """(Q, R) of the square x = QR from geqrf's reflectors.
+
+  Q = I − Y T Yᵀ, with T the compact-WY factor of the reflectors
+  H_j = I − τ_j y_j y_jᵀ: T⁻¹ = diag(1/τ) + striu(YᵀY) (Puglisi 1992; LAPACK's
+  larft), solved as (I + diag(τ) striu(YᵀY)) T = diag(τ) so that τ_j = 0
+  (H_j = I, always the last column) needs no 1/τ. That replaces
+  householder_product (orgqr), a serial solver call on a GPU, by a triangular
+  solve and matmuls. R = triu(Qᵀx), R to rounding: both are matmul outputs,
+  so the encoder's "dots" residual policy keeps them for the backward pass,
+  which then runs no second geqrf.
+  """
+  h, taus = jnp.linalg.qr(x, mode="raw")  # geqrf; NumPy's raw mode returns its transpose
+  eye = jnp.eye(x.shape[-1], dtype=x.dtype)
+  y = jnp.tril(h.T, -1) + eye              # unit lower: y_j on and below the diagonal
+  gram = jnp.matmul(y.T, y, precision=_HIGHEST)
+  t = jax.lax.linalg.triangular_solve(eye + taus[:, None] * jnp.triu(gram, 1), jnp.diag(taus),
+                                      left_side=True, lower=False, unit_diagonal=True)
+  q = eye - jnp.matmul(y, jnp.matmul(t, y.T, precision=_HIGHEST), precision=_HIGHEST)
+  return q, jnp.triu(jnp.matmul(q.T, x, precision=_HIGHEST))
+
+
+@jax.custom_jvp
+def _householder_q(x):
+  return _householder_qr(x)[0]
+
+
+@_householder_q.defjvp
+def _householder_q_jvp(primals, tangents):
+  """dQ as `jax.lax.linalg.qr`'s JVP computes it (real, square: its
+  `_thin_qr_jvp`, default-precision matmuls as there)."""
+  (x,), (dx,) = primals, tangents
+  q, r = _householder_qr(x)
+  dx_rinv = jax.lax.linalg.triangular_solve(r, dx)  # dx R⁻¹
+  qt_dx_rinv = q.T @ dx_rinv
+  lower = jnp.tril(qt_dx_rinv, -1)
+  return q, q @ ((lower - lower.T) - qt_dx_rinv) + dx_rinv
+
+
+def _lu_newton_inverse(v):
+  """V⁻¹: `jnp.linalg.inv` (LU, two triangular solves), then one Newton step
+  X ← X(2I − VX), which moves X by its own residual I − VX (float32 rounding
+  times V's condition number; the step only shrinks it) and leaves V⁻¹ a
+  matmul output, which the encoder's "dots" residual policy keeps for the
+  backward pass instead of factorising V again there."""
+  x = jnp.linalg.inv(v)
+  eye = jnp.eye(v.shape[-1], dtype=v.dtype)
+  return jnp.matmul(x, 2 * eye - jnp.matmul(v, x, precision=_HIGHEST), precision=_HIGHEST)
+
+
+@jax.custom_jvp
+def _inverse(v):
+  return _lu_newton_inverse(v)
+
+
+@_inverse.defjvp
+def _inverse_jvp(primals, tangents):
+  """d(V⁻¹) = −V⁻¹ dV V⁻¹ with the V⁻¹ just computed: two matmuls where
+  `jnp.linalg.inv`'s own rule solves with the LU factors again (two more
+  triangular solves in the backward pass)."""
+  (v,), (dv,) = primals, tangents
+  inv = _lu_newton_inverse(v)
+  return inv, -jnp.matmul(inv, jnp.matmul(dv, inv, precision=_HIGHEST), precision=_HIGHEST)
 
 
 def eigen_factors(params: Mapping[str, Any], value_output: ValueOutput | str):
@@ -177,7 +258,7 @@ def eigen_factors(params: Mapping[str, Any], value_output: ValueOutput | str):
     v = orthogonal_factor(params[THETA])
     return v, lam, v.T
   v = params[VECTORS].astype(jnp.float32)
-  return v, lam, jnp.linalg.inv(v)
+  return v, lam, _inverse(v)
 
 
 def value_output_kernels(params: Mapping[str, Any], value_output: ValueOutput | str,

@@ -41,6 +41,7 @@ from typing import Any, Mapping
 
 from ml_collections import config_dict
 
+from vit_spectral import backends
 from vit_spectral.models.backbone import model_entry
 # Writing and checking config.model needs no JAX (`model_config`); re-exported.
 from vit_spectral.models import model_settings
@@ -84,7 +85,7 @@ def config_keys(cls: type) -> dict[str, tuple[str, str]]:
 def block_options(cls: type = ViT) -> list[str]:
   """The `BlockSpec` fields `model.block` may set: all but the attention (its
   own dict), those spelled at the top level and those the model sets itself."""
-  excluded = {"attention", "attention_kwargs", *cls.TOP_LEVEL_BLOCK_FIELDS,
+  excluded = {"attention", "attention_kwargs", *BlockSpec.SET_BY_RUN, *cls.TOP_LEVEL_BLOCK_FIELDS,
               *cls.BLOCK_FIELDS_SET_BY_MODEL, *config_keys(cls)}
   return [f.name for f in dataclasses.fields(BlockSpec) if f.name not in excluded]
 
@@ -182,8 +183,27 @@ class ModelSpec:
   model_class: type
   fields: Mapping[str, Any]
 
-  def build(self, num_classes: int) -> Any:
-    return self.model_class(num_classes=num_classes, **self.fields)
+  def build(self, num_classes: int, backend: backends.Backend | None = None) -> Any:
+    """The model, compiled for `backend` (`vit_spectral.backends`: a run's
+    devices or a dry run's target); None = this process's backend."""
+    return self.model_class(num_classes=num_classes, **self.for_backend(backend))
+
+  def for_backend(self, backend: backends.Backend | None) -> dict[str, Any]:
+    """The fields with the backend's defaults written in: the blocks' platform
+    (the fused attention kernel), the encoder's residuals and unroll where unset."""
+    backend = backend or backends.of_process()
+    fields = dict(self.fields)
+    if "block" in fields:
+      fields["block"] = fields["block"].replace(platform=backend.platform)
+    encoder = fields.get("encoder")
+    if encoder is not None and encoder.residuals is None and not encoder.remat:
+      encoder = encoder.replace(residuals=backend.encoder_residuals(encoder.mode))
+    if encoder is not None and encoder.unroll is None:
+      blocks = fields.get("depth") or sum(fields.get("depths") or (1,))
+      encoder = encoder.replace(unroll=blocks if backend.unrolls_encoder(encoder.mode) else 1)
+    if encoder is not None:
+      fields["encoder"] = encoder
+    return fields
 
 
 def model_spec(model_config: Mapping[str, Any]) -> ModelSpec:
@@ -192,7 +212,9 @@ def model_spec(model_config: Mapping[str, Any]) -> ModelSpec:
   return ModelSpec(model_class(cfg.get("variant")), model_kwargs(cfg))
 
 
-def build_model(model_config: Mapping[str, Any], num_classes: int) -> Any:
+def build_model(model_config: Mapping[str, Any], num_classes: int,
+                backend: backends.Backend | None = None) -> Any:
   """The model described by `config.model` (the ViT, or the class
-  `model.variant` names), with a `num_classes` head."""
-  return model_spec(model_config).build(num_classes)
+  `model.variant` names), with a `num_classes` head, for `backend`
+  (`vit_spectral.backends`; None = this process's)."""
+  return model_spec(model_config).build(num_classes, backend)

@@ -126,7 +126,8 @@ class ClassAttentionBlock(nn.Module):
                               dropout_rate=spec.attention_dropout_rate,
                               deterministic=self.deterministic, kernel_init=spec.kernel_init,
                               num_prefix_tokens=cls.shape[1], dtype=spec.dtype,
-                              param_dtype=spec.param_dtype, name="attention")
+                              param_dtype=spec.param_dtype, platform=spec.platform,
+                              name="attention")
     y, _ = attention(norm("norm1")(tokens), None)
     y = nn.Dropout(spec.dropout_rate)(y, deterministic=self.deterministic)
     cls = cls + DropPath(name="drop_path1")(self.scaled(y, "1"), self.drop_path_rate,

@@ -223,6 +223,8 @@ def live() -> dict[str, Any]:
   hints = typing.get_type_hints(specs.BlockSpec)
   block_spec = {}
   for f in dataclasses.fields(specs.BlockSpec):
+    if f.name in specs.BlockSpec.SET_BY_RUN:   # the run's, never the config's
+      continue
     default = (f.default_factory() if f.default is dataclasses.MISSING else f.default)
     if f.name in ("dtype", "param_dtype"):
       default = build.dtype_name(default)

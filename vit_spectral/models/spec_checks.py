@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar, Mapping, NamedTuple, Sequence
 
+from vit_spectral import backends
 from vit_spectral.names import did_you_mean
 
 __all__ = ["ATTENTION_FIELDS_SET_BY_BLOCK", "ATTENTION_RESIDUALS", "AttentionFacts",
@@ -33,7 +34,7 @@ BLOCK_ORDERS = ("pre_norm", "post_norm", "lipsformer")
 # The attention fields every Block sets itself (so not `model.attention` options).
 ATTENTION_FIELDS_SET_BY_BLOCK = ("num_heads", "dropout_rate", "deterministic", "kernel_init",
                                  "grid_size", "num_prefix_tokens", "dtype", "param_dtype",
-                                 "return_state")
+                                 "return_state", "platform")
 
 
 class AttentionFacts(NamedTuple):
@@ -137,16 +138,19 @@ class EncoderSpec:
   Attributes:
     mode: "scan" (one `nn.scan` per segment of identical layers, parameters
       stacked on a leading depth axis) or "loop" (one subtree per block).
-    unroll: "scan" only: blocks per iteration of the compiled loop (>= 1).
-    residuals: what the backward pass keeps without remat: "all", "dots",
-      or None = per backend ("dots" for the scan on CPU).
+    unroll: "scan" only: blocks per iteration of the compiled loop (>= 1),
+      or None = the backend's default (`backends.Backend.unrolls_encoder`:
+      every block of a segment on a GPU, else 1).
+    residuals: what the backward pass keeps without remat: "all", "dots"
+      (the Dense outputs and the fused attention kernel's), or None = the
+      backend's default (`backends.Backend.encoder_residuals`).
     remat: rematerialise each block in the backward pass.
     drop_path_rate: the largest stochastic-depth rate; each model spreads it
       over its blocks (ViT and the hierarchical backbones: linear in depth;
       CaiT: uniform).
   """
   mode: str = "scan"
-  unroll: int = 1
+  unroll: int | None = None
   residuals: str | None = None
   remat: bool = False
   drop_path_rate: float = 0.0
@@ -158,10 +162,11 @@ class EncoderSpec:
 
   def __post_init__(self):
     check_choice(self.mode, ENCODER_MODES, "model.encoder_mode")
-    if isinstance(self.unroll, bool) or not isinstance(self.unroll, int) or self.unroll < 1:
+    if self.unroll is not None and (isinstance(self.unroll, bool)
+                                    or not isinstance(self.unroll, int) or self.unroll < 1):
       raise ValueError(f"model.encoder_unroll={self.unroll!r} must be an int >= 1 (blocks "
                        "per iteration of the scanned encoder's loop)")
-    if self.unroll != 1 and self.mode != "scan":
+    if self.unroll not in (None, 1) and self.mode != "scan":
       raise ValueError(f"model.encoder_unroll={self.unroll} applies to "
                        f"model.encoder_mode='scan' only (got {self.mode!r}); leave it at 1")
     if self.residuals is not None and self.residuals not in ENCODER_RESIDUALS:
@@ -172,12 +177,19 @@ class EncoderSpec:
                        "model.remat (remat keeps no residuals); leave it None")
     check_rate(self.drop_path_rate, "model.drop_path_rate")
 
+  def resolved_unroll(self, depth: int) -> int:
+    """`unroll`, or (a spec not built by `ModelSpec.build`) this process's
+    backend default for an encoder of `depth` blocks."""
+    if self.unroll is not None:
+      return self.unroll
+    return depth if backends.of_process().unrolls_encoder(self.mode) else 1
+
   def residual_policy(self) -> str:
-    """`residuals`, or its per-backend default."""
+    """`residuals`, or (a spec not built by `ModelSpec.build`, which writes in
+    the run's) this process's backend default (`backends.Backend.encoder_residuals`)."""
     if self.residuals is not None:
       return self.residuals
-    import jax  # pylint: disable=import-outside-toplevel  (the backend is asked here only)
-    return "dots" if self.mode == "scan" and jax.default_backend() == "cpu" else "all"
+    return backends.of_process().encoder_residuals(self.mode)
 
   def replace(self, **changes: Any) -> "EncoderSpec":
     return dataclasses.replace(self, **changes)

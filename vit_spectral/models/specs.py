@@ -157,6 +157,9 @@ class BlockSpec:
     mlp_activation: one of `layers.mlp.MLP_ACTIVATIONS`: "gelu_tanh", "gelu_erf",
       "quick_gelu" (OpenAI CLIP) or the gated "swiglu" (DINOv2 ViT-g).
     dtype: compute dtype; param_dtype: parameter dtype.
+    platform: the platform the program is compiled for (`vit_spectral.backends`),
+      which picks the fused attention kernel; set by the run
+      (`ModelSpec.build`), not a config key; None = this process's backend.
   """
   num_heads: int | None = None
   mlp_dim: int | None = None
@@ -180,7 +183,10 @@ class BlockSpec:
   mlp_activation: str = "gelu_tanh"
   dtype: Any = jnp.float32
   param_dtype: Any = jnp.float32
+  platform: str | None = None
 
+  # Fields the run sets (`ModelSpec.build`), never `config.model`.
+  SET_BY_RUN: ClassVar[tuple[str, ...]] = ("platform",)
   # Fields `config.model` spells at its top level (the rest go in `model.block`,
   # the attention in `model.attention`).
   TOP_LEVEL: ClassVar[tuple[str, ...]] = (
@@ -222,9 +228,9 @@ class BlockSpec:
       if key in ("attention", "attention_kwargs"):
         raise ValueError(f"model.layer_overrides: set the attention through the "
                          f"'attention' dict, not block.{key}")
-      if key not in self.as_dict():
+      if key not in self.as_dict() or key in self.SET_BY_RUN:
         raise ValueError(f"model.layer_overrides: block.{key} is not a BlockSpec field; "
-                         f"choose from {sorted(self.as_dict())}")
+                         f"choose from {sorted(set(self.as_dict()) - set(self.SET_BY_RUN))}")
       changes[key] = value
     return self.replace(**changes) if changes else self
 

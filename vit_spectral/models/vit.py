@@ -19,6 +19,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from vit_spectral.attention import fused
 from vit_spectral.layers.drop_path import DropPath, linear_drop_path_rates
 from vit_spectral.layers.feat_scale import FeatScale
 from vit_spectral.layers.grid_conv import GridConv
@@ -40,6 +41,11 @@ __all__ = ["Block", "Encoder", "POSEMB_TOKENS", "STEMS", "ViT", "stem_initialize
 # The stems and the tokens the learned position embedding covers (one
 # definition, JAX-free: `models.model_checks`).
 from vit_spectral.models.model_checks import POSEMB_TOKENS, STEMS  # noqa: E402
+
+
+# encoder_residuals="dots": what the backward pass keeps (`Encoder.block_class`).
+SAVED_BY_DOTS = jax.checkpoint_policies.save_from_both_policies(
+    jax.checkpoint_policies.dots_with_no_batch_dims_saveable, fused.is_kernel_forward)
 
 
 def _as_float32(tree):
@@ -198,7 +204,7 @@ class Block(nn.Module):
         name=g.name, num_heads=g.num_heads, dropout_rate=spec.attention_dropout_rate,
         deterministic=self.deterministic, kernel_init=spec.kernel_init, grid_size=g.grid_size,
         num_prefix_tokens=g.num_prefix_tokens, dtype=spec.dtype, param_dtype=spec.param_dtype,
-        **dict(options, **({} if g.out_bias else {"out_bias": False}))) for g in groups]
+        platform=spec.platform, **dict(options, **({} if g.out_bias else {"out_bias": False}))) for g in groups]
     if plain and any(a.carries_state() for a in attentions):
       raise ValueError(
           f"this Block's attention {spec.attention!r} (options "
@@ -282,13 +288,17 @@ class Encoder(nn.Module):
     unroll: "scan" only: blocks per iteration of the compiled loop, an int
       >= 1; a segment's length or more = no loop at all (straight-line code,
       "loop" mode's speed and compile time). The parameters stay stacked.
+      None (default) = the backend's (`backends.Backend.unrolls_encoder`:
+      every block on a GPU, else 1).
     residuals: what the backward pass keeps from the forward (without
-      `remat`): "all" (every residual autodiff saves) or "dots" (only the
-      outputs of the Dense and Conv matmuls, `jax.checkpoint_policies.
-      dots_with_no_batch_dims_saveable`: norms, activations, the attention
-      scores, softmax and its product with V are recomputed in the backward
-      pass). None (default) = per backend: "dots" for the scan on CPU, "all"
-      otherwise. Same parameters, same numbers; only the compiled program
+      `remat`): "all" (every residual autodiff saves) or "dots" (the outputs
+      of the Dense and Conv matmuls, `jax.checkpoint_policies.
+      dots_with_no_batch_dims_saveable`, and of a fused attention kernel's
+      forward, `fused.is_kernel_forward`: norms, activations and XLA's
+      attention scores, softmax and product with V are recomputed in the
+      backward pass). None (default) = the backend's
+      (`backends.Backend.encoder_residuals`: "dots" for the scan, "all" for
+      the loop). Same parameters, same numbers; only the compiled program
       changes.
     remat: rematerialise each block in the backward pass (keeps nothing).
 
@@ -334,12 +344,16 @@ class Encoder(nn.Module):
 
   def block_class(self) -> type:
     """Block, or Block under `nn.remat` (`remat`, or residuals="dots")."""
-    # prevent_cse=False is safe (and faster) under scan, which already stops CSE.
+    # prevent_cse=False is safe (and faster) under a scan of one block per
+    # iteration, which already stops CSE; blocks unrolled into one iteration
+    # (or a loop) need it, or XLA merges the recomputation back into the forward.
+    prevent_cse = self.spec.mode != "scan" or self.spec.resolved_unroll(self.depth) > 1
     if self.spec.remat:
-      return nn.remat(Block, prevent_cse=self.spec.mode != "scan")
+      return nn.remat(Block, prevent_cse=prevent_cse)
     if self.spec.residual_policy() == "dots":
-      return nn.remat(Block, prevent_cse=self.spec.mode != "scan",
-                      policy=jax.checkpoint_policies.dots_with_no_batch_dims_saveable)
+      # The Dense outputs and the fused attention kernel's (its forward is not
+      # run again in the backward pass); the element-wise work is recomputed.
+      return nn.remat(Block, prevent_cse=prevent_cse, policy=SAVED_BY_DOTS)
     return Block
 
   def layer_segments(self) -> list:
@@ -373,7 +387,7 @@ class Encoder(nn.Module):
             split_rngs={"params": True, "dropout": True},
             in_axes=(0, nn.broadcast),  # (drop_path_rate per layer, mask)
             length=seg.length,
-            unroll=min(self.spec.unroll, seg.length))
+            unroll=min(self.spec.resolved_unroll(self.depth), seg.length))
         carry, _ = stack(name=scan_name(k, len(segs)), **kwargs)(
             carry, jnp.asarray(rates[seg.start:seg.stop], jnp.float32), mask)
       else:

@@ -52,6 +52,7 @@ from typing import Any, Sequence
 import jax
 import jax.numpy as jnp
 
+from vit_spectral import backends
 from vit_spectral.data import input_pipeline
 from vit_spectral.training import hlo_costs, jaxpr_costs, run_settings, sharding, trainer
 
@@ -80,6 +81,10 @@ class DryRunReport:
       alias (outputs written into donated arguments) and total = argument +
       output + temp - alias.
     compile_seconds: wall time of tracing, lowering and compiling the step.
+    backend_defaults: the backend-dependent defaults the step was built with
+      (`resolved_defaults`).
+    attention_kernels: fused attention custom calls in the compiled step, by
+      kernel (`hlo_costs.attention_kernels`; empty = XLA's ops).
   """
 
   mesh_shape: dict[str, int]
@@ -93,6 +98,8 @@ class DryRunReport:
   uncounted_loops: int
   memory: dict[str, int]
   compile_seconds: float
+  backend_defaults: dict[str, Any] = dataclasses.field(default_factory=dict)
+  attention_kernels: dict[str, int] = dataclasses.field(default_factory=dict)
 
   def summary(self) -> str:
     """A few lines for the terminal."""
@@ -112,7 +119,34 @@ class DryRunReport:
         f"parameters: {self.num_params:,}",
         f"FLOPs per step and device: {flops}",
         f"memory per device: {_gib(self.memory['total'])} ({memory})",
+        defaults_line(self.backend_defaults, self.attention_kernels),
     ])
+
+
+def defaults_line(defaults: dict[str, Any], kernels: dict[str, int]) -> str:
+  """One line: the backend defaults a step was built with and the attention
+  kernel it compiled."""
+  compiled = (", ".join(f"{kernel} x{n}" for kernel, n in kernels.items())
+              if kernels else "xla (no fused kernel in the step)")
+  settings = ", ".join(f"{k}={v}" for k, v in defaults.items()
+                       if k not in ("platform", "device_kind"))
+  return (f"defaults for {defaults.get('platform')} ({defaults.get('device_kind') or 'any'}):"
+          f" {settings}; attention compiled: {compiled}")
+
+
+def resolved_defaults(model: Any, backend: backends.Backend) -> dict[str, Any]:
+  """The backend-dependent settings `model` was built with (`ModelSpec.build`
+  writes `backend`'s in): platform, device kind, encoder mode, residuals
+  ("remat" with model.remat) and unroll (scan), the fused attention kernel."""
+  encoder = getattr(model, "encoder", None)
+  defaults = backend.defaults(encoder.mode if encoder else "scan")
+  if encoder is not None:
+    defaults.pop("encoder_unrolled")
+    defaults["encoder_mode"] = encoder.mode
+    defaults["encoder_residuals"] = "remat" if encoder.remat else encoder.residual_policy()
+    if encoder.mode == "scan" and encoder.unroll is not None:
+      defaults["encoder_unroll"] = encoder.unroll
+  return defaults
 
 
 def _gib(num_bytes: int) -> str:
@@ -154,6 +188,11 @@ class Plan:
   @property
   def num_params(self) -> int:
     return trainer.count_params(self.state.params)
+
+  @property
+  def backend_defaults(self) -> dict[str, Any]:
+    """The defaults the step was built with for its devices (`resolved_defaults`)."""
+    return resolved_defaults(self.steps.model, backends.for_devices(self.mesh.devices.flat))
 
   def trace(self):
     """The train step traced on the abstract inputs (`.jaxpr`, `.lower()`)."""
@@ -204,7 +243,9 @@ def dry_run(config: Any, devices: Sequence[jax.Device] | None = None) -> DryRunR
       eval_batch_size=step.sections.input.eval_batch_size, meta=step.meta,
       total_steps=step.total_steps, num_params=step.num_params,
       flops=matmul_flops(step, traced), xla_flops=xla_flops, uncounted_loops=uncounted,
-      memory=memory_of(compiled), compile_seconds=compile_seconds)
+      memory=memory_of(compiled), compile_seconds=compile_seconds,
+      backend_defaults=step.backend_defaults,
+      attention_kernels=hlo_costs.attention_kernels(compiled.as_text()))
 
 
 def matmul_flops(step: Plan, traced=None) -> float:

@@ -163,6 +163,12 @@ class GpuTarget:
           f"--target={self.name} compiles with the GPU compiler, which comes with jax's "
           "CUDA plugin: pip install -c constraints.txt -e '.[cuda12]' (or only "
           "jax-cuda12-plugin and jax-cuda12-pjrt, the versions constraints.txt pins)")
+    if importlib.util.find_spec("nvidia.cudnn") is None:
+      raise CudaPluginMissingError(
+          f"--target={self.name} compiles the step a GPU runs, whose attention is cuDNN's "
+          "flash attention (attention.fused); the compile needs cuDNN's library: pip "
+          "install nvidia-cudnn-cu12 (the version constraints.txt pins; the '.[cuda12]' "
+          "extra brings it)")
     from jax.experimental import topologies  # pylint: disable=import-outside-toplevel
     topology = topologies.get_topology_desc(
         platform="cuda", topology_name="", target_config=self.gpu.target_config(),

@@ -88,13 +88,15 @@ class HloModule:
   def parse(cls, text: str) -> "HloModule":
     computations, entry, current = {}, None, None
     for line in text.splitlines():
-      if not line.startswith((" ", "\t")) and line.rstrip().endswith("{"):
+      # A computation opens on an unindented line ending in "{" and closes on a
+      # line "}" alone (an instruction's text may span lines: a Pallas kernel's).
+      if current is None and not line.startswith((" ", "\t")) and line.rstrip().endswith("{"):
         header = line[len("ENTRY "):] if line.startswith("ENTRY ") else line
         current = header.split(" ", 1)[0].lstrip("%")
         computations[current] = []
         if line.startswith("ENTRY "):
           entry = current
-      elif line.startswith("}"):
+      elif line.rstrip() == "}":
         current = None
       elif current is not None:
         match = _INSTRUCTION.match(line)
@@ -188,14 +190,15 @@ class HloModule:
     for line in self.text.splitlines():
       if line.startswith("HloModule "):
         line = "HloModule " + re.sub(r"[^\w]", "_", computation)
-      elif not line.startswith((" ", "\t")) and line.rstrip().endswith("{"):
+      elif (current is None and not line.startswith((" ", "\t"))
+            and line.rstrip().endswith("{")):
         line = line.removeprefix("ENTRY ")
         current = line.split(" ", 1)[0].lstrip("%")
         if current == computation:
           line = "ENTRY " + line
       if current is None or current in kept:
         lines.append(line)
-      if line.startswith("}"):
+      if line.rstrip() == "}":
         current = None
     return "\n".join(lines)
 
@@ -352,3 +355,24 @@ def costs_of_text(text: str, xla_cost: dict[str, float]) -> StepCosts:
                    compiled_bytes=compiled_bytes, loops=tuple(loops),
                    uncounted_loops=tuple(uncounted),
                    collectives=collectives(module, runs))
+
+
+# A fused attention kernel's custom calls in compiled HLO (`attention.fused`):
+# cuDNN's flash attention targets "__cudnn$fmha..." (forward and backward);
+# a Pallas TPU kernel is a "tpu_custom_call" named after its kernel.
+_CUDNN_ATTENTION = re.compile(r'custom_call_target="__cudnn\$fmha')
+_SPLASH_ATTENTION = re.compile(r"%splash_mha_\w+(?:\.\d+)? = .*custom-call\(.*"
+                               r'custom_call_target="tpu_custom_call"')
+
+
+def attention_kernels(text: str) -> dict[str, int]:
+  """Fused attention custom calls in compiled HLO `text`, by kernel
+  ("cudnn", "splash"; `backends.ATTENTION_KERNELS`): instructions of the
+  module, each loop body counted once. Empty: attention runs as XLA's ops."""
+  counts = {"cudnn": 0, "splash": 0}
+  for line in text.splitlines():
+    if _CUDNN_ATTENTION.search(line):
+      counts["cudnn"] += 1
+    elif _SPLASH_ATTENTION.search(line):
+      counts["splash"] += 1
+  return {kernel: n for kernel, n in counts.items() if n}

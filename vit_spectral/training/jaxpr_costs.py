@@ -1,7 +1,7 @@
 """A traced step's matrix FLOPs and largest arrays, from its jaxpr.
 
   jaxpr = jax.make_jaxpr(step)(*abstract_args)
-  matmul_flops(jaxpr)          # 2·M·N·K of every dot and convolution
+  matmul_flops(jaxpr)          # 2·M·N·K of every dot, convolution and fused attention
   largest_arrays(jaxpr, 3)     # the biggest intermediate arrays, global shapes
 
 Independent of any backend, and every loop counted: a `scan`'s body is
@@ -21,9 +21,14 @@ import jax
 import numpy as np
 from jax.extend import core
 
+from vit_spectral.attention import fused
+
 
 def _sub_jaxprs(eqn) -> Iterator[tuple[core.Jaxpr, int]]:
-  """(jaxpr, how often it runs per run of `eqn`) for each jaxpr `eqn` holds."""
+  """(jaxpr, how often it runs per run of `eqn`) for each jaxpr `eqn` holds
+  (a Pallas kernel's body is one block's: `_attention_flops` counts it)."""
+  if eqn.primitive.name == "pallas_call":
+    return
   repeat = int(eqn.params.get("length", 1)) if eqn.primitive.name == "scan" else 1
   for value in eqn.params.values():
     values = value if isinstance(value, (tuple, list)) else (value,)
@@ -60,6 +65,18 @@ def _conv_flops(eqn) -> float:
   return 2.0 * math.prod(out) * kernel / eqn.params.get("batch_group_count", 1)
 
 
+def _attention_flops(eqn) -> float:
+  """FLOPs of a fused attention kernel's call (`fused.KERNEL_CALLS`, at the
+  padded token counts it runs), else 0."""
+  call = fused.kernel_call(eqn.primitive, eqn.params)
+  if call is None:
+    return 0.0
+  # q and k: (B, T, H, Dh) for cuDNN (BTNH), (B, H, T, Dh) for splash.
+  q, k = [v.aval.shape for v in eqn.invars if len(v.aval.shape) == 4][:2]
+  keys = k[2] if eqn.primitive.name == "pallas_call" else k[1]
+  return 2.0 * fused.KERNEL_CALLS[call] * math.prod(q) * keys
+
+
 def matmul_flops(jaxpr: core.ClosedJaxpr | core.Jaxpr) -> float:
   """FLOPs of every dot_general and convolution in `jaxpr` (2 per multiply-
   add), loops counted as often as they run, for the global shapes."""
@@ -70,6 +87,8 @@ def matmul_flops(jaxpr: core.ClosedJaxpr | core.Jaxpr) -> float:
       total += repeat * _dot_flops(eqn)
     elif eqn.primitive.name == "conv_general_dilated":
       total += repeat * _conv_flops(eqn)
+    else:
+      total += repeat * _attention_flops(eqn)
   return total
 
 

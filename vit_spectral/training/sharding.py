@@ -245,7 +245,8 @@ def blocks_split_by_batch(mesh: Mesh) -> Iterator[None]:
   batch dimension of its carry, the token stream (B, T, D) and any attention
   state (B, ...), to "data" × "fsdp" on the way in and out, leaving the other
   dimensions to XLA (a sharding constraint, through
-  `flax.linen.intercept_methods`; the model itself knows no mesh).
+  `flax.linen.intercept_methods`; the model itself knows no mesh), and the
+  mesh is the trace's context mesh (`jax.sharding.use_abstract_mesh`).
 
   This is what makes "fsdp" fully sharded data parallel: with the stream
   split by batch, XLA gathers each layer's weights where the layer runs,
@@ -272,7 +273,9 @@ def blocks_split_by_batch(mesh: Mesh) -> Iterator[None]:
     (x, state), ys = next_fun(pin(carry), *rest, **kwargs)
     return pin((x, state)), ys
 
-  with nn.intercept_methods(interceptor):
+  # The mesh is also the trace's abstract mesh: a kernel XLA cannot partition
+  # (splash attention, `attention.fused`) is mapped over it with shard_map.
+  with nn.intercept_methods(interceptor), jax.sharding.use_abstract_mesh(mesh.abstract_mesh):
     yield
 
 

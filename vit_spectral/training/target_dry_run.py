@@ -147,6 +147,8 @@ class TargetReport:
   compiler_seconds: float | None
   collectives: tuple[hlo_costs.Collective, ...]
   compile_seconds: float
+  backend_defaults: dict[str, Any] = dataclasses.field(default_factory=dict)
+  attention_kernels: dict[str, int] = dataclasses.field(default_factory=dict)
 
   @property
   def fits(self) -> bool:
@@ -204,6 +206,7 @@ class TargetReport:
         f"{100 * self.mfu_ceiling:.0f}% (model matmul FLOPs "
         f"{self.model_flops / 1e12:.3g} TFLOP per {word})",
         f"collectives per step and {word}: {wire}",
+        dry_run.defaults_line(self.backend_defaults, self.attention_kernels),
         f"(the {compiler} compiler's estimates, not measurements)",
     ])
 
@@ -229,6 +232,8 @@ class TargetReport:
         "images_per_second": self.images_per_second, "mfu_ceiling": self.mfu_ceiling,
         "collectives": [dataclasses.asdict(c) for c in self.collectives],
         "compile_seconds": self.compile_seconds,
+        "backend_defaults": self.backend_defaults,
+        "attention_kernels": self.attention_kernels,
         "estimates_not_measurements": True,
     }
 
@@ -316,7 +321,8 @@ def target_dry_run(config, target_name: str, *, suggest_fixes: bool = True) -> T
       loop_iterations_added=sum(loop.runs - 1 for loop in costs.loops),
       uncounted_loops=len(costs.uncounted_loops), roofline=line,
       compiler_seconds=compiler if valid else None, collectives=costs.collectives,
-      compile_seconds=seconds)
+      compile_seconds=seconds, backend_defaults=step.backend_defaults,
+      attention_kernels=hlo_costs.attention_kernels(compiled.as_text()))
 
 
 # --- A step that does not fit -----------------------------------------------------

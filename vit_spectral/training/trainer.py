@@ -49,7 +49,7 @@ from vit_spectral.training import checkpointing, config_checks, optim, sharding,
 from vit_spectral.training import durations, init_from, mixing, resume, robustness, run_log
 from vit_spectral.training import device_prefetch, diagnostics, preemption, stream_state
 from vit_spectral.training import progress, workdir_lock
-from vit_spectral import errors
+from vit_spectral import backends, errors
 from vit_spectral.data import input_pipeline
 from vit_spectral.models.build import ModelSpec
 from vit_spectral.training.run_settings import RunSettings, TrainingSettings, run_settings
@@ -170,7 +170,8 @@ def sharded_steps(model_spec: ModelSpec, run: RunSettings, optim_settings: optim
   `run` and `optim_settings` have their durations in steps
   (`durations.resolve`); `meta` gives the classes and image shape.
   """
-  model = model_spec.build(meta.num_classes)
+  # The mesh's devices say what the program is compiled for (a dry run's target).
+  model = model_spec.build(meta.num_classes, backends.for_devices(mesh.devices.flat))
   tx, schedule = optim.make_optimizer(optim_settings, run.total_steps,
                                       batch_size=batch_size)
   init_rng, dropout_rng = jax.random.split(jax.random.key(run.seed))
