@@ -34,6 +34,32 @@ roofline has no term for a serial solver call's latency, so it hardly moves;
 the calls are the evidence.
 
 Results go to --out (JSON: the command, date, machine, versions, every time).
+
+Measured 2026-11-27 on the shared 2-core CPU (other jobs running, load 4-8;
+per-round ratios spread by ±10-30 %), jax 0.10.2, scipy's OpenBLAS 0.3.30.
+Median of the per-round ratios eigen step / standard step (MODE:reference =
+before issue 40), width 192, depth 4, 65 tokens, batch 64:
+
+  the committed run (`--gpu_target=a3-highgpu-1g`, float32, 5 rounds, load 4-5):
+    OpenBLAS default threads: minus 1.90 (reference 4.63), minus_ns 1.23 (1.42)
+    OpenBLAS 1 thread:        minus 1.01 (reference 0.98), minus_ns 0.94 (0.98)
+  `--rounds=4 --dtypes=float32,bfloat16`, all five --gpu_modes (17 min, load 6-8):
+    default threads, float32:  minus 2.38 (5.65), minus_ns 1.24 (1.51)
+    default threads, bfloat16: minus 2.01 (4.44), minus_ns 1.14 (1.40)
+    1 thread, float32:         minus 1.04 (1.02), minus_ns 1.10 (1.04)
+    1 thread, bfloat16:        minus 0.93 (0.99), minus_ns 0.96 (0.99)
+  LAPACK calls per step (the scan's forward and backward bodies, one layer
+  each): minus 1 geqrf + 2 trsm (reference 2 geqrf + 2 orgqr + 2 trsm),
+  minus_ns 1 getrf + 2 trsm (reference 2 getrf + 6 trsm).
+
+So on the CPU the eigen step costs what the standard one does once OpenBLAS
+runs on one thread; with its default threads the remaining LAPACK calls still
+cost 1.2-2.4x. DeiT-S on one H100 (a3-highgpu-1g, batch 256, bf16, 12 layers,
+the GPU defaults of the day: unrolled scan, "dots" residuals), per step:
+minus 12 geqrf + 24 trsm (reference 24 geqrf + 24 orgqr + 24 trsm), minus_ns
+12 getrf + 24 trsm (reference 24 getrf + 72 trsm); the roofline estimate is
+13.7 ms for every mode (x1.013 minus, x1.005 its reference: HBM bytes, where
+XLA counts each added 384x384 matmul's cuBLAS workspace).
 """
 
 from __future__ import annotations
@@ -100,7 +126,8 @@ def parse_args(argv=None) -> argparse.Namespace:
   parser.add_argument("--image", type=int, default=32)
   parser.add_argument("--patch", type=int, default=4)
   parser.add_argument("--batch", type=int, default=64)
-  parser.add_argument("--dtypes", default="float32,bfloat16")
+  parser.add_argument("--dtypes", default="float32", help="compute dtypes, e.g. "
+                      "float32,bfloat16 (bfloat16 doubles the run)")
   parser.add_argument("--modes", default="standard,minus,minus_ns,minus:reference,"
                       "minus_ns:reference",
                       help="value_output modes, 'standard' (the baseline, always run) and "
@@ -111,8 +138,8 @@ def parse_args(argv=None) -> argparse.Namespace:
   parser.add_argument("--steps", type=int, default=1, help="steps per configuration per round")
   parser.add_argument("--gpu_target", help="also compile DeiT-S for this GPU host, e.g. "
                       "a3-highgpu-1g (needs jax's CUDA plugin in .ci/cuda)")
-  parser.add_argument("--gpu_modes", default="standard,minus,minus_ns,minus:reference,"
-                      "minus_ns:reference")
+  parser.add_argument("--gpu_modes", default="standard,minus,minus:reference",
+                      help="modes compiled for --gpu_target, one compile of DeiT-S each")
   parser.add_argument("--cuda_path", default="", help="more PYTHONPATH for the GPU compile "
                       "(.ci/cuda holds the plugin and cuDNN)")
   parser.add_argument("--out", default=DEFAULT_OUT)
@@ -200,7 +227,7 @@ def time_cpu(args) -> dict:
       with reference_kernels() if mode.endswith(REFERENCE) else contextlib.nullcontext():
         step, state = build(args, mode, dtype, batch)
         step, static[f"{dtype}/{mode}"] = compile_step(step, state, batch)
-      _, state = time_steps(step, state, batch, 2)     # compile and warm up
+      _, state = time_steps(step, state, batch, 1)     # warm up (compiled above)
       steps[(dtype, mode)], states[(dtype, mode)] = step, state
 
   configs = [(d, m, c) for d in dtypes for m in modes for c in conditions]

@@ -3,6 +3,8 @@ the trainer builds its model from that spec."""
 
 from __future__ import annotations
 
+import jax
+
 from vit_spectral.configs import digits_vit
 from vit_spectral.models import build
 from vit_spectral.models.specs import BlockSpec, EncoderSpec
@@ -27,4 +29,6 @@ def test_set_up_converts_config_model_once(monkeypatch):
   assert isinstance(spec.fields["block"], BlockSpec) and spec.fields["block"].feat_scale
   assert isinstance(spec.fields["encoder"], EncoderSpec)
   model = setup.steps.model
-  assert model.block == spec.fields["block"] and model.num_classes == 10
+  # The model is the spec with the run's backend written in (`ModelSpec.for_backend`).
+  assert model.block == spec.fields["block"].replace(platform=jax.default_backend())
+  assert model.num_classes == 10

@@ -14,7 +14,8 @@ from ml_collections import config_flags
 
 from vit_spectral.configs import common, lipsformer_digits
 from vit_spectral import settings
-from vit_spectral.models import BlockSpec, ViT, build_model
+from vit_spectral.models import BlockSpec, EncoderSpec, ViT, build_model
+from vit_spectral.models.build import ModelSpec
 from vit_spectral.training import diagnostics, durations, init_from, mixing, optim, robustness, sharding
 from vit_spectral.training import steps
 from vit_spectral.training.train_state import TrainState
@@ -214,7 +215,9 @@ def test_config_sections_take_the_settings_defaults():
   # The model section at its defaults builds the ViT at its defaults.
   shape = dict(hidden_size=16, depth=2, patch_size=2)
   built = build_model(common.model_config(num_heads=2, mlp_dim=32, **shape), num_classes=3)
-  default = ViT(num_classes=3, block=BlockSpec(num_heads=2, mlp_dim=32), **shape)
+  # ... with this process's backend defaults written in, as the build writes them.
+  default = ViT(num_classes=3, **ModelSpec(ViT, dict(
+      block=BlockSpec(num_heads=2, mlp_dim=32), encoder=EncoderSpec(), **shape)).for_backend(None))
   for field in dataclasses.fields(ViT):
     if field.name not in ("parent", "name"):
       assert getattr(built, field.name) == getattr(default, field.name), field.name
