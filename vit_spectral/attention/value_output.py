@@ -185,9 +185,9 @@ def _householder_qr(x):
   larft), solved as (I + diag(τ) striu(YᵀY)) T = diag(τ) so that τ_j = 0
   (H_j = I, always the last column) needs no 1/τ. That replaces
   householder_product (orgqr), a serial solver call on a GPU, by a triangular
-  solve and matmuls. R = triu(Qᵀx), R to rounding: both are matmul outputs,
-  so the encoder's "dots" residual policy keeps them for the backward pass,
-  which then runs no second geqrf.
+  solve and matmuls. R = triu(Qᵀx), R to rounding: Q and R then come from
+  matmul outputs, which the encoder's "dots" residual policy keeps for the
+  backward pass, so that it runs no second geqrf.
   """
   h, taus = jnp.linalg.qr(x, mode="raw")  # geqrf; NumPy's raw mode returns its transpose
   eye = jnp.eye(x.shape[-1], dtype=x.dtype)
