@@ -195,14 +195,9 @@ class ModelSpec:
     fields = dict(self.fields)
     if "block" in fields:
       fields["block"] = fields["block"].replace(platform=backend.platform)
-    encoder = fields.get("encoder")
-    if encoder is not None and encoder.residuals is None and not encoder.remat:
-      encoder = encoder.replace(residuals=backend.encoder_residuals(encoder.mode))
-    if encoder is not None and encoder.unroll is None:
+    if "encoder" in fields:
       blocks = fields.get("depth") or sum(fields.get("depths") or (1,))
-      encoder = encoder.replace(unroll=blocks if backend.unrolls_encoder(encoder.mode) else 1)
-    if encoder is not None:
-      fields["encoder"] = encoder
+      fields["encoder"] = fields["encoder"].for_backend(backend, blocks)
     return fields
 
 

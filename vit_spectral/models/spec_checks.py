@@ -177,19 +177,29 @@ class EncoderSpec:
                        "model.remat (remat keeps no residuals); leave it None")
     check_rate(self.drop_path_rate, "model.drop_path_rate")
 
+  def for_backend(self, backend: "backends.Backend", depth: int) -> "EncoderSpec":
+    """This spec with `backend`'s defaults written in where unset: residuals
+    (none with remat) and unroll (for an encoder of `depth` blocks)."""
+    residuals, unroll = self.residuals, self.unroll
+    if residuals is None and not self.remat:
+      residuals = backend.encoder_residuals(self.mode)
+    if unroll is None:
+      unroll = depth if backend.unrolls_encoder(self.mode) else 1
+    return self.replace(residuals=residuals, unroll=unroll)
+
   def resolved_unroll(self, depth: int) -> int:
     """`unroll`, or (a spec not built by `ModelSpec.build`) this process's
     backend default for an encoder of `depth` blocks."""
     if self.unroll is not None:
       return self.unroll
-    return depth if backends.of_process().unrolls_encoder(self.mode) else 1
+    return self.for_backend(backends.of_process(), depth).unroll
 
   def residual_policy(self) -> str:
     """`residuals`, or (a spec not built by `ModelSpec.build`, which writes in
     the run's) this process's backend default (`backends.Backend.encoder_residuals`)."""
     if self.residuals is not None:
       return self.residuals
-    return backends.of_process().encoder_residuals(self.mode)
+    return self.for_backend(backends.of_process(), 1).residuals
 
   def replace(self, **changes: Any) -> "EncoderSpec":
     return dataclasses.replace(self, **changes)
