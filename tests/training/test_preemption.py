@@ -7,7 +7,9 @@ One process: one workdir is stopped three times, then run to its end:
 SIGTERM at a random moment of training with synchronous checkpoints; SIGTERM
 while an asynchronous checkpoint is being written (its temporary directory
 exists), followed by a second SIGTERM 50 ms later, during the stop's own save;
-SIGINT at a random moment. The random moments come from a seeded generator.
+SIGINT at a random moment of training (after the resumed run's first
+step: a signal during the start-up compile waits for it and that step).
+The random moments come from a seeded generator.
 
 Two processes (4 fake devices each): SIGTERM to process 1 only; jax's
 preemption service tells process 0, both save the same step and exit 75; the
@@ -27,7 +29,7 @@ import numpy as np
 import pytest
 
 from vit_spectral import data
-from vit_spectral.training import checkpointing, preemption
+from vit_spectral.training import checkpointing, preemption, resume
 from tests.cpu_flags import xla_flags
 from tests.training.cluster import ROOT, Cluster
 from tests.training.run_control import assert_trees_equal
@@ -75,11 +77,12 @@ def _training(workdir) -> bool:
   return os.path.exists(os.path.join(workdir, "config.json"))
 
 
-def _runs_resumed(workdir) -> int:
-  """How many runs have logged their resume in the workdir's train.log (the
-  stop handlers are in place by then)."""
-  with open(os.path.join(workdir, "train.log"), encoding="utf-8") as f:
-    return f.read().count("resumed from the checkpoint at step")
+def _runs_trained(workdir) -> int:
+  """How many runs have passed their first step in the workdir (each adds its
+  entry to the config history then): a signal after it lands in training,
+  not in the start-up compile, which no signal can cut short."""
+  path = os.path.join(workdir, resume.HISTORY_DIR)
+  return len(os.listdir(path)) if os.path.isdir(path) else 0
 
 
 def _wait_for(condition, proc, timeout=300, poll=0.005):
@@ -155,10 +158,10 @@ def test_signals_stop_at_a_saved_step_and_the_rerun_is_bit_identical(tmp_path):
   assert f"resumed from the checkpoint at step {previous}" in err
   assert "SIGTERM again" in err  # the second signal was seen, and ignored
 
-  # SIGINT (Ctrl-C) at a random moment.
+  # SIGINT (Ctrl-C) at a random moment of training.
   proc = subprocess.Popen(_command(stopped), env=env, stdout=subprocess.DEVNULL,
                           stderr=subprocess.PIPE, text=True)
-  _wait_for(lambda: _runs_resumed(stopped) == 2, proc)
+  _wait_for(lambda: _runs_trained(stopped) == 3, proc)
   time.sleep(rng.uniform(0.2, 1.0))
   done = _assert_stopped(*_stop(proc, [signal.SIGINT]), stopped, "SIGINT", done)
 
