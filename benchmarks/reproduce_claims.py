@@ -14,11 +14,21 @@ one that computes at initialisation or from a theorem ignores --seeds.
 CI reruns); its entries go to --out only when --out is given, never into the
 committed ledger. Figures go to benchmarks/results/claims/<id>.png (or beside
 --out). Then `python benchmarks/render_claims.py` renders the README table.
+
+Verdicts come from each claim's criterion, declared apart from the experiment
+(`benchmarks/claims/criteria.py`). An entry whose criterion or verdict changes
+keeps the earlier ones in its history, with the reason, which is then required:
+
+  python benchmarks/reproduce_claims.py --claim=000-table1 --rejudge \
+      --reason="why the criterion changed" [--why="the cause of the new verdict"]
+
+`--rejudge` applies the current criteria to the stored measurements (no run).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import sys
 import time
@@ -51,6 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
   parser.add_argument("--out", default=None,
                       help=f"ledger to merge into (default {os.path.relpath(ledger.LEDGER_PATH, ledger.REPO)})")
   parser.add_argument("--list", action="store_true", help="list experiments and claims")
+  parser.add_argument("--rejudge", action="store_true",
+                      help="judge the named claims' stored measurements again (no run)")
+  parser.add_argument("--reason", default="",
+                      help="why a criterion changed (kept in the entry's history)")
+  parser.add_argument("--why", default=None,
+                      help="with --rejudge: the cause of a changed verdict")
   return parser
 
 
@@ -108,6 +124,25 @@ def save_figure(entry: dict, figures_dir: str) -> None:
   entry["figure"] = os.path.relpath(path, ledger.REPO)
 
 
+def rejudge(args, out: str) -> int:
+  """Re-judges the stored entries of the claims the flags name."""
+  claims = {c for exp in selected(args) for c in exp.claims}
+  if args.claim:
+    claims &= set(_split(args.claim))
+  entries = ledger.read_raw(out)
+  today = datetime.date.today().isoformat()
+  try:
+    entries = [ledger.rejudged(e, args.reason, today, args.why) if e["id"] in claims else e
+               for e in entries]
+  except (ValueError, KeyError) as error:
+    raise SystemExit(str(error).strip("'\"")) from None
+  ledger.write(entries, out)
+  for e in entries:
+    if e["id"] in claims:
+      print(f"[claims] {e['id']}: {e['verdict']}", flush=True)
+  return 0
+
+
 def main(argv=None) -> int:
   args = build_parser().parse_args(argv)
   if args.list:
@@ -121,6 +156,9 @@ def main(argv=None) -> int:
   out = args.out or ledger.LEDGER_PATH
   figures_dir = (ledger.FIGURES_DIR if args.out is None
                  else os.path.join(os.path.dirname(os.path.abspath(out)), "claims"))
+  if args.rejudge:
+    return rejudge(args, out)
+  today = datetime.date.today().isoformat()
   for exp in selected(args):
     start = time.time()
     entries = exp.run(seeds, args.small)
@@ -128,13 +166,17 @@ def main(argv=None) -> int:
     if produced != set(exp.claims):
       raise RuntimeError(f"experiment {exp.name} produced {sorted(produced)}, "
                          f"registered {sorted(exp.claims)}")
-    for entry in entries:
+    for i, entry in enumerate(entries):
       entry["command"] = ledger.command_for(exp, seeds)
       if args.small:
         entry["command"] += " --small"
       save_figure(entry, figures_dir)
       entry["measured"] = ledger.rounded(entry["measured"])
-    ledger.merge(entries, out)
+      entries[i] = ledger.judged(entry)
+    try:
+      ledger.merge(entries, out, reason=args.reason, date=today)
+    except ValueError as error:
+      raise SystemExit(str(error)) from None
     verdicts = ", ".join(f"{e['id']}: {e['verdict']}" for e in entries)
     print(f"[claims] {exp.name} ({time.time() - start:.0f} s): {verdicts}", flush=True)
   return 0

@@ -1,6 +1,9 @@
-"""The claims ledger (benchmarks/results/claims.json): its shape, its commands, the
-README table rendered from it, and one cheap experiment per paper rerun small."""
+"""The claims ledger (benchmarks/results/claims.json): its shape, each verdict
+the declared criterion applied to the stored measurements, the paper's numbers
+as printed, the history of changed criteria, its commands, the README table
+rendered from it, and one cheap experiment per paper rerun small."""
 
+import glob
 import json
 import os
 import shlex
@@ -8,7 +11,7 @@ import shlex
 import pytest
 
 from benchmarks import render_claims, reproduce_claims
-from benchmarks.claims import ledger
+from benchmarks.claims import criteria, ledger
 
 REPO = ledger.REPO
 ENTRIES = ledger.read()
@@ -24,9 +27,83 @@ def test_ledger_covers_every_paper_with_30_or_more_claims():
   assert {e["paper"] for e in ENTRIES} == set(ledger.PAPERS)
 
 
-def test_every_registered_claim_has_an_entry_and_back():
+def test_every_registered_claim_has_an_entry_a_criterion_and_back():
   registered = ledger.claim_experiments()
   assert sorted(registered) == sorted(e["id"] for e in ENTRIES)
+  assert sorted(criteria.CRITERIA) == sorted(registered)
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e["id"])
+def test_verdict_is_the_declared_criterion_applied_to_the_measurements(entry):
+  criterion = criteria.criterion_for(entry["id"])
+  assert entry["criterion_fingerprint"] == criterion.fingerprint(), (
+      f"{entry['id']}'s criterion changed since it was judged: rerun it or "
+      f"`python {ledger.SCRIPT} --claim={entry['id']} --rejudge --reason=...` (keeps the old "
+      "criterion and verdict in its history)")
+  assert entry["verdict"] == criterion.judge(entry["measured"])
+  assert entry["criterion"] == criterion.as_json()
+  assert (entry["kind"], entry["where"], entry["claim"]) == (
+      criterion.kind, criterion.where, criterion.claim)
+  assert entry["paper_values"] == [v.as_json() for v in criterion.paper_values]
+  assert entry["resolution"] == ledger.rounded(criterion.resolve(entry["measured"]))
+
+
+def _paper_text(paper: str) -> str:
+  papers = os.path.join(REPO, "..", "shared", "papers")
+  (path,) = glob.glob(os.path.join(papers, f"{paper}_*.txt"))
+  with open(path, encoding="utf-8") as f:
+    return " ".join(f.read().split())
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e["id"])
+def test_paper_values_are_printed_in_the_paper(entry):
+  text = _paper_text(entry["paper"])
+  for value in entry["paper_values"]:
+    assert " ".join(value["value"].split()) in text, (entry["id"], value)
+
+
+def test_training_effects_state_their_resolution_next_to_the_claimed_effect():
+  training = [e for e in ENTRIES if e["kind"] == "training_effect"]
+  assert training
+  for entry in training:
+    resolution = entry["resolution"]
+    assert resolution["basis"] and resolution["claimed_effect"], entry["id"]
+    if entry["verdict"] != "not_testable":
+      assert isinstance(resolution["smallest_resolvable"], (int, float)), entry["id"]
+
+
+def _judged_entry(verdict_, words="the test"):
+  """A judged entry of a throwaway claim whose criterion returns `verdict_`."""
+  def test(measured):
+    del measured
+    return verdict_
+  criterion = criteria.Criterion(
+      id="000-scratch", where="nowhere", claim="a claim", kind="theorem", words=words,
+      test=test, resolution=criteria.exact(1e-6))
+  criteria.CRITERIA["000-scratch"] = criterion
+  try:
+    return ledger.judged(ledger.entry("000", "000-scratch", "a setup", {"x": 1.0},
+                                      why={"not_reproduced": "it failed"}))
+  finally:
+    del criteria.CRITERIA["000-scratch"]
+
+
+def test_a_changed_criterion_keeps_the_old_one_and_its_verdict_in_the_history(tmp_path):
+  path = str(tmp_path / "claims.json")
+  first = dict(_judged_entry("reproduced"), command="python x")
+  ledger.merge([first], path)
+  changed = dict(_judged_entry("not_reproduced", words="a stricter test"), command="python x")
+  assert changed["why"] == "it failed" and first["why"] == ""
+  with pytest.raises(ValueError, match="give the reason"):
+    ledger.merge([dict(changed)], path)
+  (stored,) = ledger.merge([dict(changed)], path, reason="stricter", date="2026-11-27")
+  (record,) = stored["history"]
+  assert record["verdict"] == "reproduced" and record["reason"] == "stricter"
+  assert record["criterion"] == first["criterion"] != stored["criterion"]
+  assert record["criterion_fingerprint"] == first["criterion_fingerprint"]
+  # The same criterion and verdict again: nothing to record, the history stays.
+  (again,) = ledger.merge([dict(changed)], path)
+  assert again["history"] == stored["history"]
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e["id"])
@@ -62,7 +139,10 @@ def test_readme_table_is_rendered_from_the_ledger():
 def test_readme_block_counts_match_the_ledger():
   counts = render_claims.verdict_counts(ENTRIES)
   assert sum(sum(c.values()) for c in counts.values()) == len(ENTRIES)
+  by_kind = render_claims.kind_counts(ENTRIES)
+  assert sum(sum(c.values()) for c in by_kind.values()) == len(ENTRIES)
   block = render_claims.readme_block(ENTRIES)
+  assert render_claims.kind_summary(ENTRIES) in block
   for entry in ENTRIES:
     assert entry["id"] in block
 
@@ -89,6 +169,10 @@ def test_check_entry_rejects_bad_entries():
     ledger.check_entry({k: v for k, v in good.items() if k != "claim"})
   with pytest.raises(ValueError, match="needs a why"):
     ledger.check_entry(dict(good, verdict="not_reproduced", why=""))
+  with pytest.raises(ValueError, match="kind"):
+    ledger.check_entry(dict(good, kind="anecdote"))
+  with pytest.raises(ValueError, match="history record"):
+    ledger.check_entry(dict(good, history=[{"verdict": "reproduced"}]))
 
 
 @pytest.mark.parametrize("paper", sorted(CHEAP))

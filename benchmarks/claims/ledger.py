@@ -2,21 +2,29 @@
 
 `benchmarks/results/claims.json` is a JSON list of entries, each a dict with
 
-  id        "<paper>-<where>", e.g. "004-table8"
-  paper     "000" … "004"
-  where     section / figure / table of the paper
-  claim     one sentence: what the paper says
-  setup     what was run here and how it differs from the paper
-  command   one line that regenerates the entry from a clean checkout
-  measured  numbers, every seed's value where there are seeds
-  verdict   one of VERDICTS
-  why       for every verdict but "reproduced": the cause as far as known
-  figure    (optional) the PNG drawn for it, relative to the repository root
+  id                    "<paper>-<where>", e.g. "004-table8"
+  paper                 "000" … "004"
+  where, claim          from the claim's criterion (`criteria.py`)
+  kind                  theorem / identity / at_init / training_effect
+  criterion             the test: {"words", "function"}
+  criterion_fingerprint the hash of the criterion the verdict was judged by
+  paper_values          the paper's numbers behind the claim, verbatim, with where
+  resolution            the smallest effect the setup resolves, beside the claimed one
+  setup                 what was run here and how it differs from the paper
+  command               one line that regenerates the entry from a clean checkout
+  measured              numbers, every seed's value where there are seeds
+  verdict               one of criteria.VERDICTS, the criterion applied to `measured`
+  why                   for every verdict but "reproduced": the cause as far as known
+  figure                (optional) the PNG drawn for it, relative to the repository root
+  history               (optional) earlier criteria and verdicts, each with the reason
+                        it changed, oldest first
 
-Experiments (`benchmarks/claims/paper00N.py`) register with `@experiment`; one
-experiment may produce several entries (one training run feeds several
-claims). `benchmarks/reproduce_claims.py` runs them and merges their entries
-into the ledger; `benchmarks/render_claims.py` renders it.
+Experiments (`benchmarks/claims/paper00N.py`) register with `@experiment` and
+only measure; each paper file declares its claims' criteria apart from them
+(`criteria.declare`). One experiment may produce several entries (one training
+run feeds several claims). `benchmarks/reproduce_claims.py` runs them, judges
+their measurements and merges the entries into the ledger;
+`benchmarks/render_claims.py` renders it.
 """
 
 from __future__ import annotations
@@ -28,15 +36,20 @@ from typing import Any, Callable
 
 import numpy as np
 
+from benchmarks.claims import criteria
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LEDGER_PATH = os.path.join(REPO, "benchmarks", "results", "claims.json")
 FIGURES_DIR = os.path.join(REPO, "benchmarks", "results", "claims")
 SCRIPT = "benchmarks/reproduce_claims.py"
 
 PAPERS = ("000", "001", "002", "003", "004")
-VERDICTS = ("reproduced", "direction", "not_reproduced", "not_testable")
-KEYS = ("id", "paper", "where", "claim", "setup", "command", "measured", "verdict", "why")
-OPTIONAL_KEYS = ("figure",)
+VERDICTS = criteria.VERDICTS
+KINDS = criteria.KINDS
+KEYS = ("id", "paper", "where", "claim", "kind", "criterion", "criterion_fingerprint",
+        "paper_values", "resolution", "setup", "command", "measured", "verdict", "why")
+OPTIONAL_KEYS = ("figure", "history")
+HISTORY_KEYS = ("criterion", "criterion_fingerprint", "verdict", "reason", "date")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,15 +88,52 @@ def experiment(name: str, paper: str, claims: tuple[str, ...], trains: bool = Fa
   return register
 
 
-def entry(paper: str, claim_id: str, where: str, claim: str, setup: str, measured: dict,
-          verdict_: str, why: str = "", figure=None) -> dict[str, Any]:
-  """One ledger entry (without `command`, which the runner adds). A reproduced
-  claim carries no why; `figure` (a matplotlib Figure) is saved by the runner."""
-  out = dict(id=claim_id, paper=paper, where=where, claim=claim, setup=setup,
-             measured=measured, verdict=verdict_, why="" if verdict_ == "reproduced" else why)
+def entry(paper: str, claim_id: str, setup: str, measured: dict, why: str | dict = "",
+          figure=None) -> dict[str, Any]:
+  """What an experiment measured for one claim (the runner judges it: `judged`).
+  `why` is the cause of any verdict but "reproduced", or {verdict: cause};
+  `figure` (a matplotlib Figure) is saved by the runner."""
+  if not claim_id.startswith(paper + "-"):
+    raise ValueError(f"claim {claim_id}: the id must start with its paper, {paper}-")
+  out = dict(id=claim_id, paper=paper, setup=setup, measured=measured, _why=why)
   if figure is not None:
     out["_figure"] = figure
   return out
+
+
+def judged(measured_entry: dict[str, Any]) -> dict[str, Any]:
+  """`measured_entry` (from `entry`) judged by its claim's declared criterion:
+  the criterion's fields, its fingerprint, the verdict and the why for it."""
+  out = dict(measured_entry)
+  why = out.pop("_why", "")
+  criterion = criteria.criterion_for(out["id"])
+  out.update(where=criterion.where, claim=criterion.claim, kind=criterion.kind,
+             criterion=criterion.as_json(), criterion_fingerprint=criterion.fingerprint(),
+             paper_values=[v.as_json() for v in criterion.paper_values],
+             resolution=rounded(criterion.resolve(out["measured"])))
+  out["verdict"] = criterion.judge(out["measured"])
+  if isinstance(why, dict):
+    why = why.get(out["verdict"], "")
+  out["why"] = "" if out["verdict"] == "reproduced" else why
+  return out
+
+
+def superseded(old: dict[str, Any], new: dict[str, Any], reason: str, date: str) -> list[dict]:
+  """`new`'s history: `old`'s, plus `old`'s criterion and verdict when the
+  criterion or the verdict changed (a reason is then required)."""
+  history = list(old.get("history", []))
+  changed = (old.get("criterion_fingerprint") != new["criterion_fingerprint"]
+             or old["verdict"] != new["verdict"])
+  if not changed:
+    return history
+  if not reason.strip():
+    raise ValueError(f"claim {new['id']}: its criterion or verdict changed "
+                     f"({old.get('verdict')} → {new['verdict']}); give the reason (--reason)")
+  history.append({"criterion": old.get("criterion", "the verdict code before criteria were "
+                                                    "declared as data"),
+                  "criterion_fingerprint": old.get("criterion_fingerprint"),
+                  "verdict": old["verdict"], "reason": reason, "date": date})
+  return history
 
 
 def claim_experiments() -> dict[str, str]:
@@ -139,6 +189,17 @@ def check_entry(entry: dict[str, Any]) -> None:
     raise ValueError(f"claim {name}: verdict {entry['verdict']!r} needs a why")
   if not isinstance(entry["measured"], dict) or not entry["measured"]:
     raise ValueError(f"claim {name}: measured must be a non-empty dict of numbers")
+  if entry["kind"] not in KINDS:
+    raise ValueError(f"claim {name}: kind={entry['kind']!r}; choose one of {list(KINDS)}")
+  if set(entry["criterion"]) != {"words", "function"}:
+    raise ValueError(f"claim {name}: criterion must be {{'words', 'function'}}")
+  for value in entry["paper_values"]:
+    if set(value) != {"where", "value"}:
+      raise ValueError(f"claim {name}: each paper value is {{'where', 'value'}}, got {value}")
+  for record in entry.get("history", []):
+    if set(record) != set(HISTORY_KEYS) or not str(record["reason"]).strip():
+      raise ValueError(f"claim {name}: a history record has {list(HISTORY_KEYS)}, "
+                       f"with a reason; got {sorted(record)}")
 
 
 def read(path: str = LEDGER_PATH) -> list[dict[str, Any]]:
@@ -156,8 +217,11 @@ def sort_key(entry: dict[str, Any]):
   return entry["paper"], entry["id"]
 
 
-def merge(entries: list[dict[str, Any]], path: str = LEDGER_PATH) -> list[dict[str, Any]]:
-  """Writes `entries` into the ledger at `path`, replacing those with the same id."""
+def merge(entries: list[dict[str, Any]], path: str = LEDGER_PATH, reason: str = "",
+          date: str = "") -> list[dict[str, Any]]:
+  """Writes judged `entries` into the ledger at `path`, replacing those with the
+  same id; an entry whose criterion or verdict changed keeps the old one in
+  its history, with `reason` (required then: ValueError without it)."""
   import fcntl  # noqa: PLC0415
   for entry in entries:
     check_entry(entry)
@@ -166,14 +230,53 @@ def merge(entries: list[dict[str, Any]], path: str = LEDGER_PATH) -> list[dict[s
   # Two experiments may finish at once: one writer at a time.
   with open(path + ".lock", "w") as lock:
     fcntl.flock(lock, fcntl.LOCK_EX)
-    kept = [e for e in read(path) if e["id"] not in new]
+    current = {e["id"]: e for e in read(path)}
+    for claim_id, entry in new.items():
+      if claim_id in current:
+        history = superseded(current[claim_id], entry, reason, date)
+        entry.pop("history", None)
+        if history:
+          entry["history"] = history
+    kept = [e for e in current.values() if e["id"] not in new]
     merged = sorted(kept + list(new.values()), key=sort_key)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-      json.dump(merged, f, indent=1, ensure_ascii=False)
-      f.write("\n")
-    os.replace(tmp, path)
+    write(merged, path)
   return merged
+
+
+def rejudged(old: dict[str, Any], reason: str, date: str, why: str | None = None) -> dict:
+  """`old` judged again from its stored measurements by its current criterion,
+  the earlier criterion and verdict kept in its history when either changed.
+  `why` replaces the stored cause (needed when the verdict changed to one
+  that is not "reproduced")."""
+  measured = {k: old[k] for k in ("id", "paper", "setup", "measured", "command")}
+  if "figure" in old:
+    measured["figure"] = old["figure"]
+  new = judged(dict(measured, _why=old.get("why", "") if why is None else why))
+  if new["verdict"] != old["verdict"] and new["verdict"] != "reproduced" and why is None:
+    raise ValueError(f"claim {old['id']}: the verdict changed to {new['verdict']}; "
+                     "give its cause (--why)")
+  history = superseded(old, new, reason, date)
+  if history:
+    new["history"] = history
+  check_entry(new)
+  return new
+
+
+def read_raw(path: str = LEDGER_PATH) -> list[dict[str, Any]]:
+  """The ledger's entries as stored, unchecked (for re-judging older ones)."""
+  with open(path) as f:
+    return json.load(f)
+
+
+def write(entries: list[dict[str, Any]], path: str = LEDGER_PATH) -> None:
+  """Replaces the ledger at `path` with `entries` (each checked), sorted."""
+  for entry in entries:
+    check_entry(entry)
+  tmp = path + ".tmp"
+  with open(tmp, "w") as f:
+    json.dump(sorted(entries, key=sort_key), f, indent=1, ensure_ascii=False)
+    f.write("\n")
+  os.replace(tmp, path)
 
 
 def figure_path(claim_id: str, figures_dir: str = FIGURES_DIR) -> str:

@@ -1,0 +1,63 @@
+"""How small an effect a training experiment can resolve: 95 % intervals from
+the seeds and the test-set size, for the criteria's `resolution`.
+
+A difference between two arms is resolved when its 95 % interval excludes 0;
+the smallest resolvable difference is the larger of (a) the half-width of the
+paired t-interval over seeds and (b) the 95 % half-width of a difference of
+two accuracies on one test set of `n` examples (binomial, normal approximation).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+from scipy import stats
+
+Z95 = 1.959963984540054
+
+
+def t_half_width(values: Sequence[float]) -> float:
+  """Half-width of the 95 % t-interval of the mean of `values` (nan for < 2)."""
+  values = np.asarray(values, float)
+  if values.size < 2:
+    return float("nan")
+  return float(stats.t.ppf(0.975, values.size - 1) * values.std(ddof=1) / math.sqrt(values.size))
+
+
+def paired_interval(a: Sequence[float], b: Sequence[float]) -> dict[str, float]:
+  """Mean of the per-seed differences a − b and its 95 % t-interval."""
+  diff = np.asarray(a, float) - np.asarray(b, float)
+  half = t_half_width(diff)
+  mean = float(diff.mean())
+  return {"mean_difference": mean, "low": mean - half, "high": mean + half, "half_width": half}
+
+
+def accuracy_half_width(accuracy: float, n: int) -> float:
+  """95 % half-width of one accuracy measured on `n` test examples."""
+  return Z95 * math.sqrt(max(accuracy * (1 - accuracy), 1e-12) / n)
+
+
+def difference_half_width(accuracy: float, n: int) -> float:
+  """95 % half-width of the difference of two accuracies near `accuracy`,
+  each on the same `n` examples, counted as independent (conservative)."""
+  return math.sqrt(2) * accuracy_half_width(accuracy, n)
+
+
+def accuracy_difference_resolution(a: Sequence[float], b: Sequence[float], n: int,
+                                   claimed: str) -> dict:
+  """The resolution entry of an accuracy difference a − b over paired seeds."""
+  interval = paired_interval(a, b)
+  binomial = difference_half_width(float(np.mean([*a, *b])), n)
+  return {"smallest_resolvable": max(interval["half_width"], binomial),
+          "claimed_effect": claimed,
+          "basis": f"95 % paired t-interval over {len(a)} seeds (±{interval['half_width']:.4f}) "
+                   f"and the binomial half-width of a difference on {n} test examples "
+                   f"(±{binomial:.4f}); the larger",
+          "difference": interval}
+
+
+def resolved(interval: dict[str, float]) -> bool:
+  """Whether a difference's 95 % interval excludes 0."""
+  return interval["low"] > 0 or interval["high"] < 0
