@@ -1,12 +1,14 @@
 """Paper 004 (Masumura & Taki, Modern Hopfield Attention): its claims.
 
 At initialisation / equations:
-  004-eq10      MHA with α = α′ = 0 is plain self-attention (eq. 10)
-  004-table8    normalized residual (eq. 61) of attention-only networks at init, depth 1–12:
-                self-attention collapses, MHA (α = 0.5) does not; reported as a band over
-                the initialisations and token counts the paper leaves open (App. E)
-  004-thm52     with α = 0 and α′ > 0 (the hidden state alone) the decay is no longer doubly
-                exponential (Thm 5.2)
+  004-eq10          MHA with α = α′ = 0 is plain self-attention (eq. 10)
+  004-table8        normalized residual (eq. 61) of attention-only networks at init, depth 1–12:
+                    self-attention collapses, MHA (α = 0.5) does not; a band over the
+                    initialisations and token counts the paper leaves open (App. E)
+  004-thm52         the bound of Thm. 5.2 (eq. 14) and Lemma D.2 (eq. 55): their terms computed
+                    on the pure attention-only network (α = 0, α′ = 0.5), the residual below them
+  004-thm52-reading the paper's reading of the bound: with α = 0 and α′ > 0 the hidden state
+                    alone keeps the decay from being doubly exponential
 Training (digits, every seed):
   004-fig2      MHA lowers the token cosine similarity and removes the tokens at 1 (Fig. 2)
   004-appi      MHA does not change the attention entropy much (App. I)
@@ -14,32 +16,496 @@ Training (digits, every seed):
   004-table7    skip-free (attention-only) networks: MHA degrades far less with depth (Table 7)
 ImageNet only:
   004-table4    ViT-B + MHA 300 epochs on ImageNet-1k beats ViT-B (not testable here)
+
+The experiments only measure; each claim's test is declared below as a
+`criteria.Criterion`.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
-from benchmarks.claims import probes
+from benchmarks.claims import criteria, power, probes
+from benchmarks.claims.criteria import Criterion, PaperValue
 from benchmarks.claims.digits_runs import digits, digits_vit_config, train
 from benchmarks.claims.ledger import entry, experiment, verdict
 
 PAPER = "004"
+TEST_DIGITS = 360   # the digits test split every training experiment here is scored on
 
-PAPER_TABLE8 = {
-    "self-attention": [0.4889, 0.07733, 8.1e-4, 1.773e-6, 1.810e-6, 1.784e-6, 1.792e-6, 1.757e-6,
-                       1.754e-6, 1.786e-6, 1.828e-6, 1.782e-6],
-    "MHA a=0.5": [0.8798, 0.8309, 0.8002, 0.7631, 0.7120, 0.6796, 0.6251, 0.5861, 0.5224, 0.4613,
-                  0.4324, 0.3971],
+# Table 8 as printed (App. E), depth 1 … 12.
+TABLE8_PRINTED = {
+    "self-attention": ("0.48887348", "0.07732825", "0.00081001734", "1.7725031*10^{-6}",
+                       "1.809994*10^{-6}", "1.7835139*10^{-6}", "1.7920005*10^{-6}",
+                       "1.7568021*10^{-6}", "1.75397*10^{-6}", "1.7860738*10^{-6}",
+                       "1.82849*10^{-6}", "1.7818496*10^{-6}"),
+    "MHA a=0.5": ("0.8797747", "0.8309065", "0.80018705", "0.7630522", "0.71199465", "0.67957425",
+                  "0.6251911", "0.5860811", "0.52244353", "0.46130562", "0.432442", "0.39708787"),
 }
+PAPER_TABLE8 = {name: [float(v.replace("*10^{", "e").rstrip("}")) for v in values]
+                for name, values in TABLE8_PRINTED.items()}
+# Table 3, CIFAR-10 column: the largest |MHA − self-attention| gap is ViT-T, α = 0.7
+# (93.775 vs 93.265).
+TABLE3_LARGEST_GAP = 0.0051
+# Table 7, depth 8, CIFAR-10: MHA 80.34 vs self-attention 48.59.
+TABLE7_DEPTH8_GAP = 0.3175
+ENTROPY_TOLERANCE = 0.3   # nats: "does not change" (App. I prints no number)
+THM52_TOLERANCE = 1e-6    # in log10 of the bound over the residual
+LEMMA_A3_SPREAD = 1.256   # Lemma A.3 of Dong et al.: |Ẽ_ij − Ẽ_ik| ≤ 1.256
+
+
+# --- the tests (measured -> verdict) and resolutions -----------------------------------------
+
+
+def _judge_eq10(measured):
+  ok = (measured["same_parameters"] and measured["max_abs_diff_alpha0"] < 1e-5
+        and measured["max_abs_diff_alpha_hidden_0.5"] > 1e-4)
+  return "reproduced" if ok else "not_reproduced"
+
+
+def _judge_table8(measured):
+  band = measured["band_per_depth"]
+  collapse = band["self-attention"][-1][1] < 1e-3
+  mha_holds = band["MHA a=0.5"][-1][0] > 100 * band["self-attention"][-1][1]
+  if collapse and mha_holds and measured["share_of_paper_values_inside"] > 0.8:
+    return "reproduced"
+  return "direction" if collapse and mha_holds else "not_reproduced"
+
+
+def _resolution_table8(measured):
+  return {"smallest_resolvable": min(lo for lo, _ in measured["band_per_depth"]["self-attention"]),
+          "claimed_effect": "self-attention ≈1.8e-6 from depth 4 on; MHA (α = 0.5) 0.88 → 0.40 "
+                            "over 12 layers (Table 8)",
+          "basis": "the lowest value of self-attention's band (from depth 4 on the float32 "
+                   "round-off floor, below which a normalized residual is not resolved); the "
+                   "band is min–max over initialisations, token counts and seeds"}
+
+
+def _min_margin(values):
+  values = [v for v in values if v is not None]
+  return min(values) if values else None
+
+
+def _judge_thm52_bound(measured):
+  if "log10_margin_per_depth" not in measured:
+    return "inconclusive"
+  if measured["forward_check_max_rel_diff"] > 1e-3:
+    return "inconclusive"
+  bound, lemma = measured["log10_margin_per_depth"], measured["lemma_log10_margin_per_layer"]
+  if min(bound["all"]) >= -THM52_TOLERANCE and min(lemma["all"]) >= -THM52_TOLERANCE:
+    return "reproduced"
+  held = [_min_margin(bound["where_hypothesis_holds"]),
+          _min_margin(lemma["where_hypothesis_holds"])]
+  if any(m is not None and m < -THM52_TOLERANCE for m in held):
+    return "not_reproduced"
+  return "inconclusive"
+
+
+def _judge_thm52_reading(measured):
+  alone, sa = measured["band_alpha0_alpha_hidden_0.5"], measured["band_self_attention"]
+  return "reproduced" if alone[-1][0] > 100 * sa[-1][1] else "not_reproduced"
+
+
+def _resolution_thm52_reading(measured):
+  return {"smallest_resolvable": min(lo for lo, _ in measured["band_self_attention"]),
+          "claimed_effect": "the decay relaxed to linear, (rα′C₂)^L ‖Res(X)‖ (§5.2 after eq. 14); "
+                            "no number printed for α = 0",
+          "basis": "the lowest value of self-attention's band (at full depth the float32 "
+                   "round-off floor, below which a normalized residual is not resolved)"}
+
+
+def _seeds(per_seed):
+  return sorted(per_seed, key=lambda s: int(s.split()[-1]))
+
+
+def _fig2_interval(measured):
+  med = measured["median_cosine_per_layer"]
+  seeds = _seeds(med["dot_product"])
+  return power.paired_interval([med["dot_product"][s][-1] for s in seeds],
+                               [med["hopfield"][s][-1] for s in seeds])
+
+
+def _judge_fig2(measured):
+  if not power.resolved(_fig2_interval(measured)):
+    return "inconclusive"
+  med, top = measured["median_cosine_per_layer"], measured["share_above_0.99_per_layer"]
+  seeds = _seeds(med["dot_product"])
+  lower = [all(h < d for h, d in zip(med["hopfield"][s], med["dot_product"][s])) for s in seeds]
+  fewer_top = [top["hopfield"][s][-1] <= top["dot_product"][s][-1] for s in seeds]
+  last_lower = [med["hopfield"][s][-1] < med["dot_product"][s][-1] for s in seeds]
+  return verdict([a and b for a, b in zip(lower, fewer_top)], last_lower)
+
+
+def _resolution_fig2(measured):
+  interval = _fig2_interval(measured)
+  return {"smallest_resolvable": interval["half_width"],
+          "claimed_effect": "Fig. 2 (ViT-B, CIFAR-100): self-attention's token cosines peak at "
+                            "1.0 in every layer; with MHA the peak disappears and the mode drops "
+                            "to very small values (violin plots, no numbers printed)",
+          "basis": "95 % paired t-interval over seeds of the last layer's median cosine, "
+                   "self-attention − MHA",
+          "difference": interval}
+
+
+def _entropy_intervals(measured):
+  """Per layer from the second on: the paired interval of MHA − self-attention."""
+  ent = measured["mean_entropy_per_layer"]
+  seeds = _seeds(ent["dot_product"])
+  layers = len(ent["dot_product"][seeds[0]])
+  return [power.paired_interval([ent["hopfield"][s][l] for s in seeds],
+                                [ent["dot_product"][s][l] for s in seeds])
+          for l in range(1, layers)]
+
+
+def _judge_appi(measured):
+  intervals = _entropy_intervals(measured)
+  if any(i["low"] > ENTROPY_TOLERANCE or i["high"] < -ENTROPY_TOLERANCE for i in intervals):
+    return "not_reproduced"
+  ent = measured["mean_entropy_per_layer"]
+  within = [all(abs(h - d) < ENTROPY_TOLERANCE
+                for h, d in zip(ent["hopfield"][s][1:], ent["dot_product"][s][1:]))
+            for s in _seeds(ent["dot_product"])]
+  resolved = all(i["low"] > -ENTROPY_TOLERANCE and i["high"] < ENTROPY_TOLERANCE
+                 for i in intervals)
+  return "reproduced" if all(within) and resolved else "inconclusive"
+
+
+def _resolution_appi(measured):
+  intervals = _entropy_intervals(measured)
+  return {"smallest_resolvable": max(i["half_width"] for i in intervals),
+          "claimed_effect": f"no change of the attention entropy (App. I, Figs. 15–22, violin "
+                            f"plots; no number printed): this test's tolerance ±{ENTROPY_TOLERANCE} "
+                            "nats",
+          "basis": "the widest 95 % paired t-interval over seeds of the per-layer entropy "
+                   "difference MHA − self-attention, layers 2 on",
+          "difference_per_layer_from_2": intervals}
+
+
+def _accuracies(measured, key):
+  per_seed = measured["test_accuracy"][key]
+  return [per_seed[s] for s in _seeds(per_seed)]
+
+
+def _resolution_table3(measured):
+  return power.accuracy_difference_resolution(
+      _accuracies(measured, "hopfield"), _accuracies(measured, "dot_product"), TEST_DIGITS,
+      f"no clear effect: Table 3's largest CIFAR-10 gap is {TABLE3_LARGEST_GAP * 100:.2f} points "
+      "(ViT-T, MHA α = 0.7 93.775 vs 93.265); resolving it needs an interval no wider than that")
+
+
+def _judge_table3(measured):
+  if not _resolution_table3(measured)["smallest_resolvable"] <= TABLE3_LARGEST_GAP:
+    return "inconclusive"
+  gap = [abs(h - d) < 0.02 for h, d in zip(_accuracies(measured, "hopfield"),
+                                           _accuracies(measured, "dot_product"))]
+  return verdict(gap)
+
+
+def _table7_depths(measured):
+  return sorted({int(key.rsplit(" ", 1)[1]) for key in measured["test_accuracy"]})
+
+
+def _resolution_table7(measured):
+  deep = _table7_depths(measured)[-1]
+  return power.accuracy_difference_resolution(
+      _accuracies(measured, f"hopfield depth {deep}"),
+      _accuracies(measured, f"dot_product depth {deep}"), TEST_DIGITS,
+      f"+{TABLE7_DEPTH8_GAP * 100:.2f} points at depth 8 (CIFAR-10: MHA 80.34 vs self-attention "
+      "48.59)")
+
+
+def _judge_table7(measured):
+  if not _resolution_table7(measured)["smallest_resolvable"] <= TABLE7_DEPTH8_GAP:
+    return "inconclusive"
+  depths = _table7_depths(measured)
+  acc = {(a, d): _accuracies(measured, f"{a} depth {d}")
+         for a in ("dot_product", "hopfield") for d in depths}
+  shallow, deep = depths[0], depths[-1]
+  better = [h > d + 0.02 for h, d in zip(acc[("hopfield", deep)], acc[("dot_product", deep)])]
+  drop = {a: [s - d for s, d in zip(acc[(a, shallow)], acc[(a, deep)])]
+          for a in ("dot_product", "hopfield")}
+  milder = [h < d for h, d in zip(drop["hopfield"], drop["dot_product"])]
+  return verdict([a and b for a, b in zip(better, milder)], better)
+
+
+def _table8_values():
+  out = []
+  for name, column in (("self-attention", "self-attention"), ("MHA a=0.5", "MHA(α=0.5)")):
+    out += [PaperValue(f"Table 8, depth {d}, column {column}", v)
+            for d, v in enumerate(TABLE8_PRINTED[name], 1)]
+  return tuple(out)
+
+
+criteria.declare(
+    Criterion(
+        id="004-eq10", where="§3, eq. 10; App. F, Fig. 3",
+        claim="Modern Hopfield Attention with α = α′ = 0 reduces to standard self-attention.",
+        kind="identity",
+        words="Reproduced when the hopfield model (α = α′ = 0) has the plain model's parameter "
+              "tree, its logits differ from the plain model's by less than 1e-5 on the test "
+              "digits, and with α′ = 0.5 they differ by more than 1e-4 (the check can fail); "
+              "otherwise not reproduced.",
+        test=_judge_eq10, resolution=criteria.exact(1e-5)),
+    Criterion(
+        id="004-table8", where="App. E, Table 8",
+        claim="At init the normalized residual of attention-only self-attention networks collapses "
+              "(≈1.8e-6 from depth 4) while MHA (α = 0.5) decays slowly (0.88 → 0.40 over 12 "
+              "layers).",
+        kind="at_init",
+        words="The band is min–max over initialisations, token counts and seeds, so each "
+              "condition holds in every one of them. Reproduced when at the deepest depth "
+              "self-attention's band lies below 1e-3, MHA (α = α′ = 0.5)'s lower edge is more "
+              "than 100× self-attention's upper edge, and more than 80 % of Table 8's values lie "
+              "inside the bands; direction when only the first two hold; otherwise not "
+              "reproduced.",
+        test=_judge_table8, resolution=_resolution_table8, paper_values=_table8_values()),
+    Criterion(
+        id="004-thm52", where="§5.2, Thm. 5.2 (eq. 14); App. D, Lemma D.2 (eq. 55)",
+        claim="With α = 0 and α′ > 0, ‖Res(AttnNet(X))‖₁,∞ ≤ max over m = 0…L of "
+              "(r(1 − α′)C₁)^((3^m − 1)/2) (rα′C₂)^(3^m (L − m)) ‖Res(X)‖₁,∞^(3^m), r = 8H/√d_k, "
+              "built from the one-layer bound of Lemma D.2.",
+        kind="theorem",
+        words="A theorem check, not a reproduction: on the pure attention-only network (no "
+              "norm, no skip) at init, in float64, the margins log10(bound / measured residual) "
+              "of eq. 14 at every depth and of eq. 55 (4H/√d_k, the layer's own C₁, C₂) at every "
+              "layer, minimised over images and initialisations. Reproduced when every margin is "
+              f"≥ −{THM52_TOLERANCE:g}; not reproduced when a margin below it occurs where Lemma "
+              f"A.3's hypothesis (|Ẽ_ij − Ẽ_ik| ≤ {LEMMA_A3_SPREAD}) holds; inconclusive when it "
+              "occurs only where the hypothesis fails, when the network read from the "
+              "parameters does not give the model's block outputs back (relative difference "
+              "> 1e-3, checked with the model's LayerNorm), or when the measurement holds no "
+              "bound terms (entries measured before the split). The bound's bases are far "
+              "above 1 at init, so it is astronomically loose and the check cannot fail there.",
+        test=_judge_thm52_bound,
+        resolution=criteria.exact(THM52_TOLERANCE, "‖Res(AttnNet(X))‖₁,∞ at or below the bound "
+                                                   "(eq. 14) and the one-layer bound (eq. 55)")),
+    Criterion(
+        id="004-thm52-reading", where="§5.2, after Thm. 5.2 (eqs. 14–17)",
+        claim="Even with no skip at all (α = 0), a non-zero α′ mitigates rank collapse in the "
+              "attention-only network: the m = 0 term dominates the bound and the decay is linear, "
+              "not doubly exponential.",
+        kind="at_init",
+        words="Over initialisations, token counts and seeds (band min–max), reproduced when at "
+              "the deepest depth the normalized residual (eq. 61) of the attention-only network "
+              "with α = 0, α′ = 0.5 stays above 100× self-attention's in every one of them (lower "
+              "edge of its band > 100× self-attention's upper edge); otherwise not reproduced.",
+        test=_judge_thm52_reading, resolution=_resolution_thm52_reading),
+    Criterion(
+        id="004-fig2", where="§5.3, Fig. 2",
+        claim="MHA lowers the similarity between tokens: the population of token pairs at "
+              "cosine 1 of self-attention disappears.",
+        kind="training_effect",
+        words="Inconclusive when the 95 % paired t-interval over seeds of the last layer's "
+              "median token cosine (self-attention − MHA) includes 0. Otherwise, per seed: "
+              "reproduced when in every seed MHA's median cosine is lower in every layer and its "
+              "last layer's share of pairs above 0.99 is no larger than self-attention's; "
+              "direction when in every seed MHA's last-layer median is lower; otherwise not "
+              "reproduced.",
+        test=_judge_fig2, resolution=_resolution_fig2),
+    Criterion(
+        id="004-appi", where="App. I, Figs. 15–22",
+        claim="Attention entropy tends to be small in some layers and this does not change with "
+              "MHA: MHA does not improve the Transformer by improving entropy collapse.",
+        kind="training_effect",
+        words="Per layer from the second on (MHA's first has h₁ = (1 − α′)·s₁), the mean "
+              "attention entropy difference MHA − self-attention and its 95 % paired t-interval "
+              f"over seeds. Not reproduced when some layer's interval lies wholly outside "
+              f"±{ENTROPY_TOLERANCE} nats (a change either way); reproduced when in every seed "
+              f"every such layer differs by less than {ENTROPY_TOLERANCE} nats and every "
+              "interval lies inside ±0.3; otherwise inconclusive.",
+        test=_judge_appi, resolution=_resolution_appi),
+    Criterion(
+        id="004-table3", where="§4.4.1, Table 3 (CIFAR-10)",
+        claim="On a task near saturation (CIFAR-10) MHA has no clear effect on accuracy; gains "
+              "appear on harder tasks and larger models.",
+        kind="training_effect",
+        words="Inconclusive when the smallest resolvable accuracy difference (the larger of the "
+              f"95 % paired t half-width over seeds and the binomial half-width on {TEST_DIGITS} "
+              f"test digits) exceeds {TABLE3_LARGEST_GAP} (Table 3's largest CIFAR-10 gap); "
+              "otherwise reproduced when in every seed |MHA − self-attention| < 0.02, else not "
+              "reproduced.",
+        test=_judge_table3, resolution=_resolution_table3,
+        paper_values=tuple(PaperValue(f"Table 3, {model}, {row}, column CIFAR10", v)
+                           for model, values in (("ViT-Tiny", ("93.265", "93.015", "93.775")),
+                                                 ("ViT-Small", ("95.450", "95.335", "95.440")),
+                                                 ("ViT-Base", ("96.190", "96.175", "96.490")),
+                                                 ("ViT-Large", ("96.310", "96.500", "96.690")))
+                           for row, v in zip(("self-attention", "MHA(α=0.5)", "MHA(α=0.7)"),
+                                             values))),
+    Criterion(
+        id="004-table7", where="§5.3, Table 7",
+        claim="Deepening a skip-free (attention-only) network hurts self-attention sharply, MHA "
+              "far less (depth 8 on CIFAR-10: 48.59 % vs 80.34 %).",
+        kind="training_effect",
+        words="Inconclusive when the smallest resolvable accuracy difference at the deepest "
+              f"depth (95 % paired t over seeds, binomial on {TEST_DIGITS} test digits) exceeds "
+              f"the paper's {TABLE7_DEPTH8_GAP}. Otherwise, per seed: reproduced when in every "
+              "seed MHA is more than 2 points ahead at the deepest depth and loses less accuracy "
+              "from the shallowest depth than self-attention; direction when only the first "
+              "holds in every seed; otherwise not reproduced.",
+        test=_judge_table7, resolution=_resolution_table7,
+        paper_values=tuple(PaperValue(f"Table 7, depth {d}, {column}", v)
+                           for d, column, v in (
+                               (2, "self-attention CIFAR10", "63.72"), (2, "MHA CIFAR10", "79.75"),
+                               (8, "self-attention CIFAR10", "48.59"), (8, "MHA CIFAR10", "80.34"),
+                               (2, "self-attention CIFAR100", "40.06"),
+                               (2, "MHA CIFAR100", "56.94"),
+                               (8, "self-attention CIFAR100", "17.19"),
+                               (8, "MHA CIFAR100", "49.90")))),
+    Criterion(
+        id="004-table4", where="§4.4.2, Table 4",
+        claim="ViT-B with MHA trained 300 epochs on ImageNet-1k is more accurate than ViT-B "
+              "(76.434 with α = 0.5 and 77.058 with α = 0.7 vs 76.074).",
+        kind="training_effect",
+        words="Not testable here: needs ImageNet-1k and 300 epochs of ViT-B.",
+        test=criteria.not_testable,
+        resolution={"smallest_resolvable": None,
+                    "claimed_effect": "+0.360 (α = 0.5) and +0.984 (α = 0.7) top-1 points over "
+                                      "76.074",
+                    "basis": "not run here: needs ImageNet-1k. One run per arm on its 50,000 "
+                             "validation images resolves a difference of "
+                             f"±{power.difference_half_width(0.76, 50000) * 100:.2f} points "
+                             "(binomial, 95 %)"},
+        paper_values=(PaperValue("Table 4, row ImageNet-1k, column self-attention", "76.074"),
+                      PaperValue("Table 4, row ImageNet-1k, column MHA(α=0.5)", "76.434"),
+                      PaperValue("Table 4, row ImageNet-1k, column MHA(α=0.7)", "77.058"))),
+)
 
 
 _entry = functools.partial(entry, PAPER)
 
 
-@experiment("hopfield_init", PAPER, ("004-eq10", "004-table8", "004-thm52"))
+# --- Thm. 5.2 on the pure attention-only network -------------------------------------------
+
+
+_einsum = functools.partial(np.einsum, optimize=True)   # BLAS contractions, not loops
+
+
+def _norm_1(x):
+  """Operator 1-norm of the trailing matrices: the largest column sum of |x|."""
+  return np.abs(x).sum(-2).max(-1)
+
+
+def _norm_1inf(x):
+  """‖x‖₁,∞ = sqrt(‖x‖₁ ‖x‖_∞) of the trailing matrices (eq. 24)."""
+  return np.sqrt(_norm_1(x) * np.abs(x).sum(-1).max(-1))
+
+
+def _residual(x):
+  """Res(X) = X − 1 xᵀ, x the token mean (eqs. 25–27)."""
+  return x - x.mean(-2, keepdims=True)
+
+
+def _embedded(params, images, patch):
+  """The first block's input: patch embedding, CLS token, position embedding (float64)."""
+  n, side = images.shape[0], images.shape[1] // patch
+  patches = images.reshape(n, side, patch, side, patch, -1).transpose(0, 1, 3, 2, 4, 5)
+  x = _einsum("nijabc,abcd->nijd", patches, params["embedding"]["kernel"])
+  x = x.reshape(n, side * side, -1) + params["embedding"]["bias"]
+  cls = np.broadcast_to(params["cls"], (n, 1, x.shape[-1]))
+  return np.concatenate([cls, x], axis=1) + params["pos_embedding"]
+
+
+def _attention_net(params, x, alpha_hidden, layer_norm):
+  """MHA (α = 0) layers in float64, from the model's parameters: per layer the
+  output and the hidden state handed in (A^(ℓ−1), 0 for the first). With
+  `layer_norm` each layer reads LN(x), as the model's pre-norm block does."""
+  from vit_spectral.layers.norms import LAYER_NORM_EPSILON  # noqa: PLC0415
+  att, norm = params["encoder"]["encoderblock"]["attention"], params["encoder"]["encoderblock"]["norm1"]
+  project = lambda y, name, l: (_einsum("ntd,dhk->nhtk", y, att[name]["kernel"][l])
+                                + att[name]["bias"][l][None, :, None])
+  hidden, outputs, handed_in = 0.0, [], []
+  for l in range(att["query"]["kernel"].shape[0]):
+    y = x
+    if layer_norm:
+      y = ((x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + LAYER_NORM_EPSILON)
+           * norm["scale"][l] + norm["bias"][l])
+    q, k, v = (project(y, name, l) for name in ("query", "key", "value"))
+    handed_in.append(np.zeros(q.shape[:2] + (q.shape[2],) * 2) if np.isscalar(hidden) else hidden)
+    scores = _einsum("nhtk,nhsk->nhts", q, k) / math.sqrt(q.shape[-1])
+    hidden = alpha_hidden * hidden + (1 - alpha_hidden) * scores              # eq. 10
+    weights = np.exp(hidden - hidden.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)
+    mixed = _einsum("nhts,nhsk->nhtk", weights, v)
+    x = _einsum("nhtk,hkd->ntd", mixed, att["out"]["kernel"][l]) + att["out"]["bias"][l]
+    outputs.append(x)
+  return outputs, handed_in
+
+
+def _thm52_terms(params, images, patch, alpha_hidden, library_outputs):
+  """Eq. 14 per depth and eq. 55 per layer on one network, per image (float64)."""
+  import jax  # noqa: PLC0415
+  p = jax.tree.map(lambda a: np.asarray(a, np.float64), params)
+  att = p["encoder"]["encoderblock"]["attention"]
+  x0 = _embedded(p, np.asarray(images, np.float64), patch)
+  with_norm, _ = _attention_net(p, x0, alpha_hidden, layer_norm=True)
+  check = max(float(np.abs(a - np.asarray(b)).max() / np.abs(np.asarray(b)).max())
+              for a, b in zip(with_norm, library_outputs))
+  outputs, handed_in = _attention_net(p, x0, alpha_hidden, layer_norm=False)
+  depth, _, heads, dk = att["query"]["kernel"].shape
+  r = 8 * heads / math.sqrt(dk)
+  w_vo = _norm_1inf(_einsum("ldhk,lhke->lhde", att["value"]["kernel"], att["out"]["kernel"]))
+  w_qk = _einsum("ldhk,lehk->lhde", att["query"]["kernel"], att["key"]["kernel"])
+  c1 = (w_vo * _norm_1(w_qk)).max(-1)                                       # (L,)
+  c2 = np.stack([(w_vo[l] * _norm_1(a)).max(-1) for l, a in enumerate(handed_in)])  # (L, N)
+  inputs = [x0] + outputs[:-1]
+  res_in = np.stack([_norm_1inf(_residual(x)) for x in inputs])             # (L, N)
+  res_out = np.stack([_norm_1inf(_residual(x)) for x in outputs])
+  beta = 1 - alpha_hidden
+  lemma = (4 * heads * beta * c1[:, None] / math.sqrt(dk) * res_in ** 3
+           + 4 * heads * alpha_hidden * c2 / math.sqrt(dk) * res_in)
+  spread = np.stack([
+      (lambda e: (e.max(-1) - e.min(-1)).max((-1, -2)))(
+          beta * _einsum("nhte,nse->nhts", _einsum("ntd,hde->nhte", _residual(x), w_qk[l]),
+                           _residual(x)) / math.sqrt(dk) + alpha_hidden * handed_in[l])
+      for l, x in enumerate(inputs)])                                       # (L, N)
+  bound, dominant = [], []
+  with np.errstate(divide="ignore", invalid="ignore"):
+    for L in range(1, depth + 1):
+      m = np.arange(L + 1)[:, None]
+      log_a = np.log10(r * beta * c1[:L].max())
+      log_b = np.log10(r * alpha_hidden * c2[:L].max(0))
+      terms = ((3.0 ** m - 1) / 2 * log_a + np.where(m < L, 3.0 ** m * (L - m) * log_b, 0.0)
+               + 3.0 ** m * np.log10(res_in[0]))
+      bound.append(terms.max(0))
+      dominant.append(terms.argmax(0))
+  return dict(check=check, r=r, c1=c1, c2=c2, res_x=res_in[0], spread=spread,
+              lemma_margin=np.log10(lemma) - np.log10(res_out), bound=np.stack(bound),
+              residual=np.log10(res_out), dominant=np.stack(dominant))
+
+
+def _thm52_measured(runs):
+  """The 004-thm52 measurements over the networks `runs` (from `_thm52_terms`)."""
+  cat = lambda key: np.concatenate([run[key] for run in runs], axis=-1)
+  spread, bound, residual = cat("spread"), cat("bound"), cat("residual")
+  lemma = cat("lemma_margin")
+  margin = bound - residual                                                 # (L, N)
+  holds = np.logical_and.accumulate(spread <= LEMMA_A3_SPREAD, axis=0)      # depth L: layers ≤ L
+  masked_min = lambda values, mask: [float(v[k].min()) if k.any() else None
+                                     for v, k in zip(values, mask)]
+  c2 = cat("c2")[1:]
+  return {"r": runs[0]["r"],
+          "C1_range": [float(min(run["c1"].min() for run in runs)),
+                       float(max(run["c1"].max() for run in runs))],
+          "C2_range_from_layer_2": [float(c2.min()), float(c2.max())] if c2.size else None,
+          "res_x_norm_range": [float(cat("res_x").min()), float(cat("res_x").max())],
+          "log10_bound_min_per_depth": bound.min(1).tolist(),
+          "log10_residual_max_per_depth": residual.max(1).tolist(),
+          "log10_margin_per_depth": {"all": margin.min(1).tolist(),
+                                     "where_hypothesis_holds": masked_min(margin, holds)},
+          "dominant_m_per_depth": [sorted({int(v) for v in d}) for d in cat("dominant")],
+          "lemma_log10_margin_per_layer": {
+              "all": lemma.min(1).tolist(),
+              "where_hypothesis_holds": masked_min(lemma, spread <= LEMMA_A3_SPREAD)},
+          "hypothesis_max_spread_per_layer": spread.max(1).tolist(),
+          "share_hypothesis_holds_per_depth": holds.mean(1).tolist(),
+          "forward_check_max_rel_diff": max(run["check"] for run in runs)}
+
+
+@experiment("hopfield_init", PAPER, ("004-eq10", "004-table8", "004-thm52", "004-thm52-reading"))
 def hopfield_init(seeds, small):
   import jax  # noqa: PLC0415
   import jax.numpy as jnp  # noqa: PLC0415
@@ -66,16 +532,13 @@ def hopfield_init(seeds, small):
                         build_model(half.model, 10).apply({"params": params}, images,
                                                           train=False)).max()) \
       if same_tree else float("nan")
-  ok = same_tree and diff < 1e-5 and moved > 1e-4
   entries = [_entry(
-      "004-eq10", "§3, eq. 10",
-      "Modern Hopfield Attention with α = α′ = 0 reduces to standard self-attention.",
+      "004-eq10",
       "Depth-2 digits ViT: hopfield attention (α = α′ = 0) with the plain model's parameters vs the "
       "plain model on test digits; then α′ = 0.5 (which must differ).",
       {"max_abs_diff_alpha0": diff, "max_abs_diff_alpha_hidden_0.5": moved,
        "same_parameters": bool(same_tree)},
-      "reproduced" if ok else "not_reproduced",
-      "α = α′ = 0 did not give plain attention back")]
+      {"not_reproduced": "α = α′ = 0 did not give plain attention back"})]
   # Table 8 band.
   max_depth = 2 if small else 12
   inits = ("xavier_uniform",) if small else ("xavier_uniform", "xavier_normal", "lecun_normal")
@@ -99,13 +562,11 @@ def hopfield_init(seeds, small):
                  for d in range(max_depth)] for name, cs in curves.items()}
   inside = {name: [lo <= PAPER_TABLE8[name][d] <= hi for d, (lo, hi) in enumerate(band[name])]
             for name in PAPER_TABLE8}
-  collapse = band["self-attention"][-1][1] < 1e-3
-  mha_holds = band["MHA a=0.5"][-1][0] > 100 * band["self-attention"][-1][1]
   share_inside = float(np.mean([v for vs in inside.values() for v in vs]))
   tokens = [(8 // p) ** 2 + 1 for p in patches]
   setup = (f"Attention-only ViT-T width (192, 3 heads, no MLP, no residual) at init on {len(images)} test "
            f"digits; token counts {tokens} (patch {list(patches)}), kernel inits {list(inits)}, seeds "
-           f"{seeds if not small else seeds[:1]}: the band is min–max over them. The paper: CIFAR-10, "
+           f"{run_seeds}: the band is min–max over them. The paper: CIFAR-10, "
            "ViT-T (65 tokens with patch 4 on 32×32), its init unstated.")
   from benchmarks.figures import new_figure  # noqa: PLC0415
   fig, (ax,) = new_figure(1, 6, 4)
@@ -119,29 +580,61 @@ def hopfield_init(seeds, small):
          title="004 Table 8 at init")
   ax.legend(fontsize=7)
   entries.append(_entry(
-      "004-table8", "App. E, Table 8",
-      "At init the normalized residual of attention-only self-attention networks collapses (≈1.8e-6 from depth 4) "
-      "while MHA (α = 0.5) decays slowly (0.88 → 0.40 over 12 layers).",
-      setup, {"band_per_depth": band, "paper": {k: v[:max_depth] for k, v in PAPER_TABLE8.items()},
-              "paper_inside_band": inside, "share_of_paper_values_inside": share_inside},
-      "reproduced" if collapse and mha_holds and share_inside > 0.8 else
-      ("direction" if collapse and mha_holds else "not_reproduced"),
-      "the shape holds (self-attention collapses to the float32 floor, MHA stays orders of magnitude "
-      "above) but the paper's values lie outside the band at some depths: the floor (float32 ≈1e-7 "
-      "vs the paper's 1.8e-6) and MHA's decay depend on the token count and init the paper leaves open",
+      "004-table8", setup,
+      {"band_per_depth": band, "paper": {k: v[:max_depth] for k, v in PAPER_TABLE8.items()},
+       "paper_inside_band": inside, "share_of_paper_values_inside": share_inside},
+      {"direction": "the shape holds (self-attention collapses to the float32 floor, MHA stays "
+                    "orders of magnitude above) but the paper's values lie outside the band at "
+                    "some depths: the floor (float32 ≈1e-7 vs the paper's 1.8e-6) and MHA's decay "
+                    "depend on the token count and init the paper leaves open",
+       "not_reproduced": "self-attention did not fall below 1e-3 at the deepest depth, or MHA "
+                         "(α = 0.5) did not stay 100× above it"},
       fig))
-  alone = band["MHA a=0 a'=0.5"]
-  sa = band["self-attention"]
-  holds = alone[-1][0] > 100 * sa[-1][1]
+  # Thm. 5.2: its terms on the pure attention-only network (no norm) with the
+  # band's α = 0, α′ = 0.5 models' parameters at init.
+  alpha_hidden = columns["MHA a=0 a'=0.5"]["alpha_hidden"]
+  runs = []
+  for init in inits:
+    for patch in patches:
+      model = build_model(dict(hidden_size=192, num_heads=3, mlp_dim=768, patch_size=patch,
+                               depth=max_depth, attention=columns["MHA a=0 a'=0.5"],
+                               block=dict(ATTENTION_ONLY), kernel_init=init), num_classes=0)
+      for seed in run_seeds:
+        params = model.init(jax.random.key(seed), images[:1])["params"]
+        _, layers = probes.forward(model, params, images)
+        runs.append(_thm52_terms(params, np.asarray(images), patch, alpha_hidden,
+                                 [layer["block_output"] for layer in layers]))
+  bound = _thm52_measured(runs)
+  dominant_last = ", ".join(str(m) for m in bound["dominant_m_per_depth"][-1])
   entries.append(_entry(
-      "004-thm52", "§5.2, Thm. 5.2",
-      "With α = 0 (no skip) and α′ > 0, the hidden state alone turns the doubly exponential rank decay into a much slower one.",
-      setup, {"band_alpha0_alpha_hidden_0.5": alone, "band_self_attention": sa},
-      "reproduced" if holds else "not_reproduced",
-      "at init the hidden state alone collapses like self-attention here: the "
-      "bound of Thm. 5.2 is an upper bound (it allows the slow decay, it does not force it), and at "
-      "init the scores q kᵀ of successive layers are nearly independent, so averaging them does not "
-      "keep the rank"))
+      "004-thm52",
+      "Eq. 14 (r = 8H/√d_k, H = 3, d_k = 64) and Lemma D.2 (eq. 55) evaluated in float64 on the "
+      "pure attention-only network of eq. 12 (no norm, no skip, no MLP; α = 0, α′ = 0.5; width "
+      f"192) with the parameters of the 004-table8 α = 0 models at init (kernel inits {list(inits)}, "
+      f"patch {list(patches)}, seeds {run_seeds}) on {len(images)} test digits; depth L is the "
+      f"first L of {max_depth} blocks. C₁ = maxₕ ‖W_VO,h‖₁,∞ ‖W_QK,h‖₁ and C₂ = maxₕ ‖W_VO,h‖₁,∞ "
+      "‖A_h^(ℓ−1)‖₁ (App. D), maximised over the layers ≤ L for eq. 14; A^(ℓ−1) is the carried "
+      "hidden state as implemented (eq. 32 read as its closed sum, 1/√d_k once). The network "
+      "read from the parameters is checked against the model's block outputs (with its "
+      "LayerNorm).",
+      bound,
+      {"inconclusive": "the bound was exceeded only where Lemma A.3's hypothesis fails, or the "
+                       "parameters were not read as the model uses them, or the entry holds no "
+                       "bound terms (measured before the split: rerun hopfield_init)",
+       "not_reproduced": "the measured residual exceeds the bound where the lemma's hypothesis "
+                         "holds"}))
+  entries.append(_entry(
+      "004-thm52-reading", setup,
+      {"band_alpha0_alpha_hidden_0.5": band["MHA a=0 a'=0.5"],
+       "band_self_attention": band["self-attention"]},
+      {"not_reproduced": "at init the hidden state alone collapses like self-attention here. The "
+                         "bound allows the slow decay, it does not force it, and the paper's "
+                         "reading (the m = 0 term dominates) assumes r₁,₂ and ‖Res(X)‖ below 1: "
+                         f"at init here r(1 − α′)C₁ ≥ {bound['r'] * (1 - alpha_hidden) * bound['C1_range'][0]:.0f} "
+                         f"and ‖Res(X)‖₁,∞ ≥ {bound['res_x_norm_range'][0]:.1f}, and the maximum of "
+                         f"eq. 14 at depth {max_depth} is attained at m = {dominant_last} (004-thm52). "
+                         "The scores q kᵀ of successive layers are nearly independent at init, "
+                         "so averaging them does not keep the rank"}))
   return entries
 
 
@@ -191,48 +684,49 @@ def hopfield_training_entries(stats, seeds, setup):
   "entropy": [per layer], "acc": float}."""
   med = lambda a, s: [c["median"] for c in stats[(a, s)]["cos"]]
   top = lambda a, s: [c["share_above_0_99"] for c in stats[(a, s)]["cos"]]
-  # Fig. 2: the pairs at cosine 1 of self-attention disappear (a fifth or less of
-  # them left in the last layer) and the tokens are less alike from layer 2 on
-  # (layer 1 has no memory yet: h₁ = (1 − α′)·s₁).
-  gone = [top("hopfield", s)[-1] <= top("dot_product", s)[-1] / 5 for s in seeds]
-  lower = [all(m < b for m, b in zip(med("hopfield", s)[1:], med("dot_product", s)[1:]))
-           for s in seeds]
-  last_lower = [med("hopfield", s)[-1] < med("dot_product", s)[-1] for s in seeds]
+  higher = {s: [l + 1 for l, (h, d) in enumerate(zip(med("hopfield", s), med("dot_product", s)))
+                if h >= d] for s in seeds}
   entries = [_entry(
-      "004-fig2", "§5.3, Fig. 2",
-      "MHA lowers the similarity between tokens: the population of token pairs at cosine 1 of self-attention disappears.",
-      setup + " Verdict: in every seed the last layer keeps at most a fifth of self-attention's pairs above "
-      "0.99, and the median cosine is lower in every layer from the second on.",
+      "004-fig2", setup,
       {"median_cosine_per_layer": {a: probes.seeds_table({s: med(a, s) for s in seeds})
                                    for a in ("dot_product", "hopfield")},
        "share_above_0.99_per_layer": {a: probes.seeds_table({s: top(a, s) for s in seeds})
                                       for a in ("dot_product", "hopfield")}},
-      verdict([a and b for a, b in zip(gone, lower)], last_lower),
-      f"pairs above 0.99 reduced at least 5× in {sum(gone)} of {len(seeds)} seeds; median lower from "
-      f"layer 2 on in {sum(lower)} of {len(seeds)} seeds")]
+      {"direction": "MHA's median cosine is not lower in every layer of every seed (layers where "
+                    f"it is not, per seed: {higher}; MHA's first layer has h₁ = (1 − α′)·s₁, no "
+                    "memory yet) or its last layer keeps more pairs above 0.99 in some seed; a "
+                    "depth-4 digits model has few token pairs at 1 to remove (the paper's ViT-B "
+                    "has a mode there)",
+       "not_reproduced": "MHA's last-layer median cosine is not lower in every seed",
+       "inconclusive": "the seeds' spread leaves the last layer's median difference unresolved"})]
   ent = {a: {s: stats[(a, s)]["entropy"] for s in seeds} for a in ("dot_product", "hopfield")}
-  raise_ = {s: max(x - y for x, y in zip(ent["hopfield"][s][1:], ent["dot_product"][s][1:]))
+  change = {s: [x - y for x, y in zip(ent["hopfield"][s][1:], ent["dot_product"][s][1:])]
             for s in seeds}
-  not_raised = [raise_[s] < 0.3 for s in seeds]
+  raise_ = {s: max(change[s]) for s in seeds}
+  fall = min(min(c) for c in change.values())
   entries.append(_entry(
-      "004-appi", "App. I, Figs. 15–22",
-      "Layers with low attention entropy stay low with MHA: MHA does not act by curing entropy collapse.",
-      setup + " Compared from layer 2 on (MHA's first layer has h₁ = (1 − α′)·s₁, a softmax at half the "
-      "scale); verdict: MHA's entropy is nowhere more than 0.3 nats above self-attention's. Largest "
-      f"change from layer 2 on: {max(raise_.values()):+.2f} nats (rise) / "
-      f"{min(min(x - y for x, y in zip(ent['hopfield'][s][1:], ent['dot_product'][s][1:])) for s in seeds):+.2f} (fall).",
+      "004-appi",
+      setup + f" Entropy compared from layer 2 on; largest change there: {max(raise_.values()):+.2f} "
+      f"nats (rise) / {fall:+.2f} (fall).",
       {"mean_entropy_per_layer": {a: probes.seeds_table(ent[a]) for a in ent},
        "largest_rise_from_layer_2": probes.seeds_table(raise_)},
-      verdict(not_raised),
-      "MHA raised the entropy of a deep layer by more than 0.3 nats in some seed"))
+      {"not_reproduced": f"from layer 2 on MHA changes the attention entropy by {fall:+.2f} to "
+                         f"{max(raise_.values()):+.2f} nats over the seeds, beyond ±0.3 nats and "
+                         "the seeds' noise in some layer: low-entropy layers need not rise, but "
+                         "the entropy is not unchanged",
+       "inconclusive": "some layer differs by more than 0.3 nats in some seed, or the seeds' "
+                       "spread leaves ±0.3 nats unresolved"}))
   acc = {a: {s: stats[(a, s)]["acc"] for s in seeds} for a in ("dot_product", "hopfield")}
-  gap = [abs(acc["hopfield"][s] - acc["dot_product"][s]) < 0.02 for s in seeds]
+  binomial = power.difference_half_width(float(np.mean([v for a in acc.values() for v in a.values()])),
+                                         TEST_DIGITS)
   entries.append(_entry(
-      "004-table3", "§4.4.1, Table 3 (CIFAR-10)",
-      "On a task near saturation (CIFAR-10) MHA has no clear effect on accuracy; gains appear on harder tasks and larger models.",
-      setup + " Digits, like CIFAR-10 here, is near saturation.",
+      "004-table3", setup + " Digits, like CIFAR-10 here, is near saturation.",
       {"test_accuracy": {a: probes.seeds_table(acc[a]) for a in acc}},
-      verdict(gap), "the accuracies differ by more than 2 points in some seed"))
+      {"inconclusive": f"on {TEST_DIGITS} test digits a difference of two accuracies has a 95 % "
+                       f"half-width of ±{binomial * 100:.1f} points (see resolution), wider than "
+                       f"the paper's largest CIFAR-10 gap ({TABLE3_LARGEST_GAP * 100:.2f} points): "
+                       "this setup cannot tell 'no clear effect' from the gaps the paper shows",
+       "not_reproduced": "the accuracies differ by more than 2 points in some seed"}))
   return entries
 
 
@@ -253,33 +747,34 @@ def hopfield_skip_free(seeds, small):
         print(f"[hopfield_skip_free] {attention} depth {depth} seed {seed}: "
               f"acc {run.test_accuracy:.3f}", flush=True)
   deep = depths[-1]
-  better = [acc[("hopfield", deep, s)] > acc[("dot_product", deep, s)] + 0.02 for s in seeds]
   drop = lambda a, s: acc[(a, depths[0], s)] - acc[(a, deep, s)]
-  milder = [drop("hopfield", s) < drop("dot_product", s) for s in seeds]
+  ahead = sum(acc[("hopfield", deep, s)] > acc[("dot_product", deep, s)] + 0.02 for s in seeds)
+  summary = (f"from depth {depths[0]} to {deep} self-attention's accuracy changes by "
+             f"{-np.mean([drop('dot_product', s) for s in seeds]) * 100:+.1f} points on average (MHA "
+             f"{-np.mean([drop('hopfield', s) for s in seeds]) * 100:+.1f}); MHA is 2+ points ahead "
+             f"at depth {deep} in {ahead} of {len(seeds)} seeds")
   return [_entry(
-      "004-table7", "§5.3, Table 7",
-      "Deepening a skip-free (attention-only) network hurts self-attention sharply, MHA far less (depth 8 on CIFAR-10: 48.6 % vs 80.3 %).",
+      "004-table7",
       f"Digits, attention-only ViT (no MLP, no residual: `block=dict(attention_residual='none', "
       f"use_mlp=False)`), width {width}, depths {list(depths)}, dot-product vs MHA (α = α′ = 0.5, the skip "
       f"mixed inside the attention), {steps} steps AdamW lr 2e-3, seeds {seeds}. The paper: ViT-T width, CIFAR.",
       {"test_accuracy": {f"{a} depth {d}": probes.seeds_table({s: acc[(a, d, s)] for s in seeds})
                          for a in ("dot_product", "hopfield") for d in depths}},
-      verdict([a and b for a, b in zip(better, milder)], better),
-      f"from depth {depths[0]} to {deep} self-attention's accuracy changes by "
-      f"{-np.mean([drop('dot_product', s) for s in seeds]) * 100:+.1f} points on average (MHA "
-      f"{-np.mean([drop('hopfield', s) for s in seeds]) * 100:+.1f}); "
-      f"MHA is 2+ points ahead at depth {deep} in {sum(better)} of {len(seeds)} seeds. With 17 tokens "
-      "(the paper: 65) and pre-norm blocks whose final norm and head read the CLS token, rank "
-      "collapse does not yet cost accuracy at depth 8 here")]
+      {"not_reproduced": summary + ". With 17 tokens (the paper: 65) and pre-norm blocks whose "
+                         "final norm and head read the CLS token, rank collapse does not yet cost "
+                         f"accuracy at depth {deep} here",
+       "direction": summary + f"; its loss from depth {depths[0]} is not milder in every seed",
+       "inconclusive": summary + "; the seeds and test set cannot resolve the paper's gap"})]
 
 
 @experiment("hopfield_imagenet", PAPER, ("004-table4",))
 def hopfield_imagenet(seeds, small):
   del seeds, small
   return [_entry(
-      "004-table4", "§4.4.2, Table 4",
-      "ViT-B with MHA trained 300 epochs on ImageNet-1k is more accurate than ViT-B.",
+      "004-table4",
       "Not run: ImageNet-1k, 300 epochs of ViT-B. Recipe: `configs/hopfield_vit.py:size=B,dataset=imagenet2012`.",
-      {"paper": "Table 4: ViT-B vs ViT-B + MHA top-1"}, "not_testable",
-      "ImageNet is not on this machine; check with `python train.py "
-      "--config=configs/hopfield_vit.py:size=B,alpha=0.7,dataset=imagenet2012 --workdir=WORKDIR`")]
+      {"paper": "Table 4, ImageNet-1k top-1: self-attention 76.074, MHA(α=0.5) 76.434, "
+                "MHA(α=0.7) 77.058"},
+      {"not_testable": "ImageNet is not on this machine; check with `python train.py "
+                       "--config=configs/hopfield_vit.py:size=B,alpha=0.7,dataset=imagenet2012 "
+                       "--workdir=WORKDIR`"})]
