@@ -1,6 +1,7 @@
 r"""Renders the claims ledger (benchmarks/results/claims.json) as Markdown.
 
-  python benchmarks/render_claims.py            # rewrite the README's table and the
+  python benchmarks/render_claims.py            # rewrite the README's table, its paper
+                                                # sections' **Claims** lines and the
                                                 # notebooks' "What came out" outputs
   python benchmarks/render_claims.py --check    # exit 1 if either is stale
   python benchmarks/render_claims.py --paper=003  # print one paper's section
@@ -16,6 +17,7 @@ import argparse
 import collections
 import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -50,6 +52,11 @@ KIND_LINES = (("checks", ("theorem", "identity"),
 
 def _cell(text: str) -> str:
   return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _text_cell(text: str) -> str:
+  """A cell of prose: `](` (as in "DC[X](diag(s)+I)") escaped, or Markdown reads a link."""
+  return _cell(text).replace("](", "]\\(")
 
 
 def verdict_counts(entries) -> dict[str, dict[str, int]]:
@@ -96,11 +103,9 @@ def claims_table(entries, paper: str | None = None, with_setup: bool = False) ->
            "|---|---|---|---|---|---|" + ("---|" if with_setup else "")]
   for e in rows:
     claim_id = f"[{e['id']}]({e['figure']})" if e.get("figure") else e["id"]
-    cells = [claim_id, e["kind"].replace("_", " "), e["where"], e["claim"],
-             MARKS[e["verdict"]], e["why"] or ""]
-    if with_setup:
-      cells.append(e["setup"])
-    lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    prose = [e["kind"].replace("_", " "), e["where"], e["claim"], MARKS[e["verdict"]],
+             e["why"] or ""] + ([e["setup"]] if with_setup else [])
+    lines.append("| " + " | ".join([_cell(claim_id)] + [_text_cell(c) for c in prose]) + " |")
   return "\n".join(lines)
 
 
@@ -120,6 +125,33 @@ def readme_block(entries) -> str:
       "Each entry's `command`, `setup` and every seed's numbers are in "
       "[benchmarks/results/claims.json](benchmarks/results/claims.json); ids link to their figure.",
       END])
+
+
+def claims_paragraph(entries, paper: str) -> str:
+  """The README paper section's '**Claims**' line: its entries grouped by
+  verdict, each linking its figure, and how many there are of each kind."""
+  mine = [e for e in entries if e["paper"] == paper]
+  kinds = collections.Counter(e["kind"] for e in mine)
+  kind_text = ", ".join(f"{kinds[k]} {k.replace('_', ' ')}" for k in ledger.KINDS if kinds[k])
+  groups = []
+  for verdict in ledger.VERDICTS:
+    ids = [f"[`{e['id']}`]({e['figure']})" if e.get("figure") else f"`{e['id']}`"
+           for e in mine if e["verdict"] == verdict]
+    if ids:
+      groups.append(f"{MARKS[verdict]}: " + ", ".join(ids))
+  return (f"**Claims** ({len(mine)} in [the ledger](#what-reproduces-the-claims-ledger): "
+          f"{kind_text}; `python benchmarks/render_claims.py --paper={paper}` prints each with "
+          "its criterion, setup, numbers and command): " + "; ".join(groups) + ".")
+
+
+def replace_paragraphs(text: str, entries) -> str:
+  """`text` with each paper's '**Claims**' line rendered from `entries`."""
+  for paper in ledger.PAPERS:
+    pattern = re.compile(rf"^\*\*Claims\*\* \(.*--paper={paper}` .*$", re.M)
+    if len(pattern.findall(text)) != 1:
+      raise ValueError(f"README.md must hold paper {paper}'s '**Claims**' line once")
+    text = pattern.sub(lambda _: claims_paragraph(entries, paper), text)
+  return text
 
 
 def paper_markdown(paper: str, path: str = ledger.LEDGER_PATH) -> str:
@@ -201,7 +233,7 @@ def main(argv=None) -> int:
   entries = ledger.read(args.ledger)
   with open(README) as f:
     text = f.read()
-  new = replace_block(text, readme_block(entries))
+  new = replace_paragraphs(replace_block(text, readme_block(entries)), entries)
   stale = [NOTEBOOKS[p] for p in ledger.PAPERS
             if not sync_notebook(p, args.ledger, check=args.check)]
   if args.check:

@@ -1,6 +1,8 @@
-"""The claims ledger of papers 000–004: experiments, runner helpers and the ledger file.
+"""The claims ledger of papers 000–004: criteria, experiments, runner helpers and the ledger file.
 
-`ledger` (entries, shape checks, merge), `digits_runs` (fast in-memory digits
-training), `probes` (per-layer measurements), `paper000` … `paper004` (one
-module of experiments per paper), `experiments` (imports them all).
+`criteria` (each claim's test declared as data), `power` (95 % intervals from
+seeds and test-set size), `ledger` (entries, shape checks, judging, history,
+merge), `digits_runs` (fast in-memory digits training), `probes` (per-layer
+measurements), `paper000` … `paper004` (each paper's criteria and experiments;
+`paper002_teacher` the convolution teacher), `experiments` (imports them all).
 """
