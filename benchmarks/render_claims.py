@@ -59,21 +59,21 @@ def _text_cell(text: str) -> str:
   return _cell(text).replace("](", "]\\(")
 
 
+def _verdicts(entries) -> dict[str, int]:
+  """{verdict: count} over `entries`, every verdict present (zeros included)."""
+  counts = collections.Counter(e["verdict"] for e in entries)
+  return {v: counts[v] for v in ledger.VERDICTS}
+
+
 def verdict_counts(entries) -> dict[str, dict[str, int]]:
-  """{paper: {verdict: count}} (every verdict present, zeros included)."""
-  counts = {p: collections.Counter() for p in ledger.PAPERS}
-  for entry in entries:
-    counts[entry["paper"]][entry["verdict"]] += 1
-  return {p: {v: counts[p][v] for v in ledger.VERDICTS} for p in ledger.PAPERS}
+  """{paper: {verdict: count}}."""
+  return {p: _verdicts([e for e in entries if e["paper"] == p]) for p in ledger.PAPERS}
 
 
 def kind_counts(entries) -> dict[str, dict[str, int]]:
-  """{summary line: {verdict: count}} over KIND_LINES (zeros included)."""
-  out = {}
-  for name, kinds, _ in KIND_LINES:
-    counts = collections.Counter(e["verdict"] for e in entries if e["kind"] in kinds)
-    out[name] = {v: counts[v] for v in ledger.VERDICTS}
-  return out
+  """{summary line: {verdict: count}} over KIND_LINES."""
+  return {name: _verdicts([e for e in entries if e["kind"] in kinds])
+          for name, kinds, _ in KIND_LINES}
 
 
 def kind_summary(entries) -> str:

@@ -206,8 +206,7 @@ def read(path: str = LEDGER_PATH) -> list[dict[str, Any]]:
   """The ledger's entries (an empty list when the file does not exist yet)."""
   if not os.path.exists(path):
     return []
-  with open(path) as f:
-    entries = json.load(f)
+  entries = read_raw(path)
   for entry in entries:
     check_entry(entry)
   return entries
