@@ -29,7 +29,7 @@ import numpy as np
 
 from vit_spectral.data.digits import digits_split_indices, rescale_to_uint8
 from vit_spectral.models import build_model
-from vit_spectral.training.optim import make_optimizer
+from vit_spectral.training.optim import make_optimizer, peak_learning_rate
 from vit_spectral.training.steps import cross_entropy
 
 NUM_CLASSES = 10
@@ -125,7 +125,7 @@ def _compiled(config, steps: int, batch_size: int, smoothing: float):
   model = build_model(config.model, NUM_CLASSES)
   tx, _ = make_optimizer(config.optim, steps, batch_size=batch_size)
 
-  def one_step(carry, xs, dropout_rng, images, labels):
+  def one_step(carry, xs, dropout_rng, images, labels, lr_scale):
     params, opt_state = carry
     step, index = xs
 
@@ -136,12 +136,12 @@ def _compiled(config, steps: int, batch_size: int, smoothing: float):
 
     loss, grads = jax.value_and_grad(loss_fn)(params)
     updates, opt_state = tx.update(grads, opt_state, params)
-    params = jax.tree.map(lambda p, u: p + u, params, updates)
+    params = jax.tree.map(lambda p, u: p + lr_scale * u, params, updates)
     return (params, opt_state), loss
 
   @jax.jit
-  def run_chunk(params, opt_state, step_ids, indices, dropout_rng, images, labels):
-    body = lambda carry, xs: one_step(carry, xs, dropout_rng, images, labels)
+  def run_chunk(params, opt_state, step_ids, indices, dropout_rng, images, labels, lr_scale):
+    body = lambda carry, xs: one_step(carry, xs, dropout_rng, images, labels, lr_scale)
     (params, opt_state), losses = jax.lax.scan(body, (params, opt_state), (step_ids, indices))
     return params, opt_state, losses
 
@@ -150,10 +150,27 @@ def _compiled(config, steps: int, batch_size: int, smoothing: float):
   return _COMPILED[key]
 
 
+def _rate_scale(optim, learning_rate: float | None, batch_size: int) -> float:
+  """`learning_rate` over `optim`'s peak rate at `batch_size` (1 for None).
+
+  Raises:
+    ValueError: a rate is asked for but the schedule does not start and end at
+      0, so scaling the update would not equal training at that rate.
+  """
+  if learning_rate is None:
+    return 1.0
+  for field in ("warmup_init_learning_rate", "end_learning_rate"):
+    if optim.get(field):
+      raise ValueError(f"learning_rate={learning_rate} needs optim.{field}=0 (it is "
+                       f"{optim.get(field)}): only then is the update linear in the rate")
+  return learning_rate / float(peak_learning_rate(optim, batch_size))
+
+
 def train(config, *, seed: int, steps: int, batch_size: int | None = None,
           record_every: int | None = None,
           record: Callable[[Any, Any], Any] | None = None,
-          chunk: int = 50, stop_on_divergence: bool = True) -> Run:
+          chunk: int = 50, stop_on_divergence: bool = True,
+          learning_rate: float | None = None) -> Run:
   """Trains `config.model` with `config.optim` on the digits for `steps` steps.
 
   Args:
@@ -167,11 +184,17 @@ def train(config, *, seed: int, steps: int, batch_size: int | None = None,
     record: what to keep at those steps (e.g. a probe); None keeps nothing.
     chunk: steps per jitted scan (a divisor of record_every is best).
     stop_on_divergence: stop at the first chunk with a non-finite loss.
+    learning_rate: the peak rate to train at; None: `config.optim`'s. Runs
+      that differ only in it share one compile: the update is computed at
+      `config.optim`'s rate and scaled by `learning_rate` / that rate, which is
+      exact because an AdamW or SGD update is linear in the schedule when the
+      schedule starts and ends at 0 (`_rate_scale` checks that).
   """
   data = digits()
   batch_size = batch_size or int(config.input.batch_size)
   smoothing = float(config.get("label_smoothing", 0.0) or 0.0)
   model, tx, run_chunk, predict = _compiled(config, steps, batch_size, smoothing)
+  lr_scale = jnp.float32(_rate_scale(config.optim, learning_rate, batch_size))
   init_rng, dropout_rng = jax.random.split(jax.random.PRNGKey(seed))
   params = model.init({"params": init_rng}, jnp.asarray(data.train_images[:2]),
                       train=False)["params"]
@@ -194,7 +217,7 @@ def train(config, *, seed: int, steps: int, batch_size: int | None = None,
     stop = min(step + chunk, min(m for m in marks if m > step))
     params, opt_state, chunk_losses = run_chunk(
         params, opt_state, jnp.arange(step, stop), jnp.asarray(order[step:stop]),
-        dropout_rng, images, labels)
+        dropout_rng, images, labels, lr_scale)
     chunk_losses = np.asarray(chunk_losses)
     losses.append(chunk_losses)
     step = stop
