@@ -69,19 +69,23 @@ def test_images():
 
 
 def ratios_at_init(attention, block, max_depth: int, images, seeds: int, *,
-                   patch_size: int = 2, kernel_init: str | None = None) -> np.ndarray:
+                   patch_size: int = 2, kernel_init: str | None = None,
+                   norm: str | None = None) -> np.ndarray:
   """(max_depth, seeds): per depth and seed, the mean over images of eq. (61).
 
   The depth-L network is the first L blocks of one `max_depth`-block network:
   blocks are initialised independently of each other, so its first L blocks
   are a default-initialised depth-L network (one compile per column instead of
   one per depth). `patch_size` sets the token count, `kernel_init` the kernels'
-  initializer (None: the model's default).
+  initializer, `norm` the block's pre-norm ("none": the block reads its input
+  as it is); None: the model's default.
   """
   fields = dict(hidden_size=192, num_heads=3, mlp_dim=768, patch_size=patch_size,
                 depth=max_depth, attention=attention, block=block)
   if kernel_init is not None:
     fields["kernel_init"] = kernel_init
+  if norm is not None:
+    fields["norm"] = norm
   model = build_model(fields, num_classes=0)
 
   @jax.jit

@@ -12,10 +12,28 @@ import jax
 
 Initializer = Callable[..., jax.Array]
 
+# timm's ViT init: trunc_normal_(std=.02), cut at ±2 (absolute, i.e. ±100σ), no
+# variance correction (timm/layers/weight_init.py).
+TIMM_TRUNC_NORMAL_STD = 0.02
+TIMM_TRUNC_NORMAL_BOUND = 2.0
+
+
+def timm_trunc_normal() -> Initializer:
+  """N(0, 0.02²) truncated to [−2, 2]: timm's `trunc_normal_(std=.02)`."""
+  def init(key, shape, dtype=jax.numpy.float32):
+    cut = TIMM_TRUNC_NORMAL_BOUND / TIMM_TRUNC_NORMAL_STD
+    return (jax.random.truncated_normal(key, -cut, cut, shape, dtype)
+            * jax.numpy.asarray(TIMM_TRUNC_NORMAL_STD, dtype))
+  return init
+
+
 _INITIALIZERS: dict[str, Callable[[], Initializer]] = {
     "xavier_uniform": jax.nn.initializers.xavier_uniform,
     "xavier_normal": jax.nn.initializers.xavier_normal,
     "lecun_normal": jax.nn.initializers.lecun_normal,
+    # PyTorch's nn.Linear default, kaiming_uniform_(a=√5): U(±1/√fan_in).
+    "torch_linear": lambda: jax.nn.initializers.variance_scaling(1 / 3, "fan_in", "uniform"),
+    "timm_trunc_normal": timm_trunc_normal,
     "zeros": lambda: jax.nn.initializers.zeros,
 }
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import functools
 
+from typing import Any
+
 import flax.linen as nn
+import jax.numpy as jnp
 
 _NORMS: dict[str, type[nn.Module]] = {}
 
@@ -77,3 +80,14 @@ LAYER_NORM_EPSILON = 1e-6
 LayerNorm = functools.partial(nn.LayerNorm, epsilon=LAYER_NORM_EPSILON,
                               force_float32_reductions=True)
 _NORMS["layer_norm"] = LayerNorm
+
+
+@register_norm("none")
+class NoNorm(nn.Module):
+  """No normalisation: x in `dtype` (LipsFormer Table 3's "No Norm", as in
+  ReZero; a block without its pre-norm, paper 004 Table 8's open reading)."""
+  dtype: Any = jnp.float32
+  param_dtype: Any = jnp.float32
+
+  def __call__(self, x):
+    return x.astype(self.dtype)
