@@ -30,24 +30,41 @@ def qkv(batch=3, tokens=13, heads=2, head_dim=8, keys=None, seed=0):
                for t in (tokens, keys or tokens, keys or tokens))
 
 
-@pytest.mark.parametrize("platform, dtype, head_dim, bias, want", [
-    ("gpu", jnp.bfloat16, 64, False, "cudnn"),
-    ("gpu", jnp.float16, 128, True, "cudnn"),
-    ("gpu", jnp.float32, 64, False, "xla"),       # cuDNN takes bf16/fp16 only
-    ("gpu", jnp.bfloat16, 12, False, "xla"),      # head width not a multiple of 8
-    ("gpu", jnp.bfloat16, 256, False, "xla"),     # wider than 128
-    ("tpu", jnp.float32, 64, False, "splash"),
-    ("tpu", jnp.bfloat16, 64, True, "xla"),       # splash takes no bias
-    ("cpu", jnp.bfloat16, 64, False, "xla"),
+@pytest.mark.parametrize("platform, dtype, head_dim, bias, tokens, want", [
+    ("gpu", jnp.bfloat16, 64, False, 197, "cudnn"),
+    ("gpu", jnp.float16, 128, True, 56, "cudnn"),
+    ("gpu", jnp.float32, 64, False, 197, "xla"),       # cuDNN takes bf16/fp16 only
+    ("gpu", jnp.bfloat16, 12, False, 197, "xla"),      # head width not a multiple of 8
+    ("gpu", jnp.bfloat16, 256, False, 197, "xla"),     # wider than 128
+    ("tpu", jnp.float32, 64, False, 197, "splash"),    # 197 -> 256: 1.30x padding
+    ("tpu", jnp.bfloat16, 64, False, 98, "splash"),    # CSwin-T stage 3: 98 -> 128, 1.31x
+    ("tpu", jnp.bfloat16, 64, False, 256, "splash"),   # no padding
+    ("tpu", jnp.bfloat16, 64, False, 56, "xla"),       # CSwin-T stripes: 56 -> 128, 2.29x
+    ("tpu", jnp.bfloat16, 64, False, 49, "xla"),       # a 7x7 window: 2.61x
+    ("tpu", jnp.bfloat16, 64, True, 197, "xla"),       # splash takes no bias
+    ("cpu", jnp.bfloat16, 64, False, 197, "xla"),
 ])
-def test_kernel_for_each_platform(platform, dtype, head_dim, bias, want):
+def test_kernel_for_each_platform(platform, dtype, head_dim, bias, tokens, want):
   assert fused.kernel_for(platform, dtype=dtype, head_dim=head_dim, has_bias=bias,
-                          has_mask=False) == want
+                          has_mask=False, num_queries=tokens, num_keys=tokens) == want
+
+
+def test_splash_padding_bound_reads_queries_and_keys():
+  """One over-padded side is enough to leave splash (class attention: 1 query)."""
+  bound = fused.SPLASH_MAX_PADDING
+  kwargs = dict(dtype=jnp.bfloat16, head_dim=64, has_bias=False, has_mask=False)
+  assert fused.kernel_for("tpu", num_queries=1, num_keys=256, **kwargs) == "xla"
+  assert fused.kernel_for("tpu", num_queries=256, num_keys=1, **kwargs) == "xla"
+  # Just inside and just outside the bound.
+  inside = int(np.ceil(fused.SPLASH_BLOCK / bound))
+  assert fused.kernel_for("tpu", num_queries=inside, num_keys=inside, **kwargs) == "splash"
+  assert fused.kernel_for("tpu", num_queries=inside - 1, num_keys=inside - 1, **kwargs) == "xla"
 
 
 def test_kernel_for_an_unknown_platform_names_the_choices():
   with pytest.raises(ValueError, match=r"platform='xpu'; choose one of \['cpu', 'gpu', 'tpu'\]"):
-    fused.kernel_for("xpu", dtype=jnp.float32, head_dim=8, has_bias=False, has_mask=False)
+    fused.kernel_for("xpu", dtype=jnp.float32, head_dim=8, has_bias=False, has_mask=False,
+                     num_queries=8, num_keys=8)
 
 
 @pytest.mark.parametrize("tokens, keys", [(13, None), (16, None), (1, 13)])
@@ -142,6 +159,8 @@ def test_every_fused_variant_through_each_kernel_equals_explicit(variant, platfo
       calls.append("splash")
       return original(*args, **kwargs, interpret=True)
     monkeypatch.setattr(fused, "splash_attention", splash)
+    # TOKENS is far from a 128 multiple: lift the padding bound so splash runs.
+    monkeypatch.setattr(fused, "SPLASH_MAX_PADDING", float("inf"))
     dtype, tolerance = jnp.float32, 1e-5
   name, fields = FUSED_VARIANTS[variant]
   explicit = make(name, fields, "explicit", dtype=dtype)

@@ -15,7 +15,8 @@ program is compiled for (`backends.Backend.attention_kernel`):
   bias, in the inputs' dtype.
 * "splash" (TPU): Pallas' splash attention (`splash_attention`), tokens padded
   to a multiple of SPLASH_BLOCK, the padding given its own segment id so no
-  real token sees a padded one. No bias or mask.
+  real token sees a padded one. No bias or mask, and no more padding than
+  SPLASH_MAX_PADDING (short sequences such as CSwin's stripes take XLA's path).
 * "xla": jax's XLA path, which forms the (B, H, T, S) scores inside the step;
   the CPU's kernel, and every call the platform's kernel cannot take.
 
@@ -43,6 +44,13 @@ _CUDNN_DTYPES = (jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float16))
 _CUDNN_MAX_HEAD_DIM = 128
 # Splash attention's query and key blocks (TPU lanes are 128 wide).
 SPLASH_BLOCK = 128
+# The most padding (padded tokens / true tokens, queries and keys) splash takes;
+# past it XLA's path runs. Compiled for v4-32 (`--dry_run --target`, issue 44):
+# ViT's 197 -> 256 (1.30x) gained throughput; CSwin-T's 56-token stripes -> 128
+# (2.29x) doubled the memory (7.34 -> 15.78 GiB) and cost 14-16 % of it. The
+# bound sits between the two; CSwin-T's 98-token stage-3 stripes (1.31x) keep
+# splash.
+SPLASH_MAX_PADDING = 1.5
 
 
 # The kernels' calls in a jaxpr (a Pallas kernel by its name), by name prefix:
@@ -69,15 +77,17 @@ def is_kernel_forward(primitive, *avals, **params) -> bool:
 
 
 def kernel_for(platform: str | None, *, dtype: Any, head_dim: int, has_bias: bool,
-               has_mask: bool) -> str:
+               has_mask: bool, num_queries: int, num_keys: int) -> str:
   """The kernel (`backends.ATTENTION_KERNELS`) a fused call with these inputs
-  runs on `platform` (None = this process's): the platform's, or "xla" where
-  that kernel cannot take the call (module docstring)."""
+  (T = `num_queries`, S = `num_keys` tokens) runs on `platform` (None = this
+  process's): the platform's, or "xla" where that kernel cannot take the call
+  or, for splash, would pad it past SPLASH_MAX_PADDING (module docstring)."""
   kernel = backends.resolve(platform).attention_kernel
   if kernel == "cudnn" and (jnp.dtype(dtype) not in _CUDNN_DTYPES or head_dim % 8
                             or head_dim > _CUDNN_MAX_HEAD_DIM):
     return "xla"
-  if kernel == "splash" and (has_bias or has_mask):
+  if kernel == "splash" and (has_bias or has_mask or max(
+      _round_up(n, SPLASH_BLOCK) / n for n in (num_queries, num_keys)) > SPLASH_MAX_PADDING):
     return "xla"
   return kernel
 
@@ -109,7 +119,8 @@ def fused_attention(q, k, v, *, dtype: Any, scale: float | None = None, bias=Non
   if mask is not None:
     mask = jnp.asarray(mask, bool)
   kernel = kernel_for(platform, dtype=dtype, head_dim=q.shape[-1],
-                      has_bias=bias is not None, has_mask=mask is not None)
+                      has_bias=bias is not None, has_mask=mask is not None,
+                      num_queries=q.shape[1], num_keys=k.shape[1])
   if kernel == "cudnn":
     return padded_attention(q, k, v, scale=scale, bias=bias, mask=mask,
                             multiple=CUDNN_TOKEN_MULTIPLE, implementation="cudnn")
