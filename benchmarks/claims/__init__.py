@@ -4,6 +4,7 @@
 seeds and test-set size), `ledger` (entries, shape checks, judging, history,
 merge), `digits_runs` (fast in-memory digits training), `probes` (per-layer
 measurements), `paper000` … `paper004` (each paper's criteria and experiments;
-`paper001_threshold` the learning-rate threshold study,
+`paper000_depth24` depth 24 and fine-tuning, `paper001_threshold` the
+learning-rate threshold study,
 `paper002_teacher` the convolution teacher), `experiments` (imports them all).
 """

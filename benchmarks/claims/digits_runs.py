@@ -150,6 +150,26 @@ def _compiled(config, steps: int, batch_size: int, smoothing: float):
   return _COMPILED[key]
 
 
+def _start_from(fresh, trained):
+  """`fresh` with every leaf whose path `trained` has taken from `trained`.
+
+  Raises:
+    ValueError: a shared path's shapes differ, or no path is shared.
+  """
+  from flax import traverse_util  # noqa: PLC0415
+  fresh_flat = traverse_util.flatten_dict(jax.tree.map(lambda x: x, dict(fresh)))
+  trained_flat = traverse_util.flatten_dict(jax.tree.map(lambda x: x, dict(trained)))
+  shared = [path for path in fresh_flat if path in trained_flat]
+  if not shared:
+    raise ValueError("init_from shares no parameter path with the model")
+  for path in shared:
+    if fresh_flat[path].shape != trained_flat[path].shape:
+      raise ValueError(f"init_from: parameter {'/'.join(path)} has shape "
+                       f"{trained_flat[path].shape}; the model's is {fresh_flat[path].shape}")
+    fresh_flat[path] = trained_flat[path]
+  return traverse_util.unflatten_dict(fresh_flat)
+
+
 def _rate_scale(optim, learning_rate: float | None, batch_size: int) -> float:
   """`learning_rate` over `optim`'s peak rate at `batch_size` (1 for None).
 
@@ -170,7 +190,7 @@ def train(config, *, seed: int, steps: int, batch_size: int | None = None,
           record_every: int | None = None,
           record: Callable[[Any, Any], Any] | None = None,
           chunk: int = 50, stop_on_divergence: bool = True,
-          learning_rate: float | None = None) -> Run:
+          learning_rate: float | None = None, init_from: Any = None) -> Run:
   """Trains `config.model` with `config.optim` on the digits for `steps` steps.
 
   Args:
@@ -189,6 +209,10 @@ def train(config, *, seed: int, steps: int, batch_size: int | None = None,
       `config.optim`'s rate and scaled by `learning_rate` / that rate, which is
       exact because an AdamW or SGD update is linear in the schedule when the
       schedule starts and ends at 0 (`_rate_scale` checks that).
+    init_from: parameters to start from (e.g. a trained plain model's): every
+      leaf of the fresh init whose path is in `init_from` is taken from it, the
+      others (a method's own, zero-initialised parameters) keep their init.
+      Optimizer state starts fresh.
   """
   data = digits()
   batch_size = batch_size or int(config.input.batch_size)
@@ -198,6 +222,8 @@ def train(config, *, seed: int, steps: int, batch_size: int | None = None,
   init_rng, dropout_rng = jax.random.split(jax.random.PRNGKey(seed))
   params = model.init({"params": init_rng}, jnp.asarray(data.train_images[:2]),
                       train=False)["params"]
+  if init_from is not None:
+    params = _start_from(params, init_from)
   init_params = params
   opt_state = tx.init(params)
   images = jnp.asarray(data.train_images)
