@@ -188,3 +188,22 @@ def test_cheap_experiment_reruns_small(paper, tmp_path):
     # (theorems and invariants); the at-init bands are checked for shape only.
     if committed[claim_id]["verdict"] == "reproduced" and claim_id not in ("004-table8",):
       assert entry["verdict"] == "reproduced", (claim_id, entry["measured"])
+
+
+def test_not_testable_entries_name_the_command_that_settles_them_and_its_cost():
+  """Part 5: a claim this machine cannot test names the recipe's command and its
+  cost from the compiled rows (recomputed here: a recompiled row must refresh
+  the entry), or says why there is none."""
+  from benchmarks.claims import costs
+  for entry in ENTRIES:
+    if entry["verdict"] != "not_testable":
+      continue
+    settle = entry["measured"].get("settle")
+    if settle is None:
+      assert "no compiled row" in entry["why"] or "no training" in entry["why"], entry["id"]
+      continue
+    for cost in (settle.values() if "hours" not in settle else [settle]):
+      assert cost["command"] in entry["why"] or cost["command"].split(" --workdir")[0] in entry["why"]
+      fresh = costs.settle(cost["compiled_config"], cost["recipe"], slowdown=cost.get("slowdown", {}).get("factor", 1.0))
+      assert cost["hours"] == pytest.approx(fresh["hours"], rel=1e-3), entry["id"]
+      assert cost["hours"] > 0 and cost["chips"] >= 1

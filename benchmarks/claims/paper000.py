@@ -824,24 +824,31 @@ def fourier_depth(seeds, small):
 @experiment("fourier_imagenet", PAPER, ("000-table1-deit24", "000-table3-cait"))
 def fourier_imagenet(seeds, small):
   del seeds, small
+  from benchmarks.claims import costs  # noqa: PLC0415
+  deit24 = costs.settle("imagenet_deit_s_fourier:method=feat_scale",
+                        "imagenet_deit_s_fourier:depth=24,method=feat_scale", slowdown=2.0,
+                        slowdown_reason="twice the blocks of the compiled 12-block row")
+  cait = costs.settle("cait_finetune_fourier", "cait_finetune_fourier:method=feat_scale,"
+                      "variant=CaiT-XXS24")
   return [
       _entry("000-table1-deit24",
              "Not run: needs ImageNet and a 24-layer DeiT-S trained from scratch on a pod. The recipe "
              "is `configs/imagenet_deit_s_fourier.py:depth=24` (dropout 0.2 at depth 24, as the "
              "authors' `--drop 0.2`).",
              {"paper_top1": {"baseline": 80.5, "baseline_reported": 81.0, "attn_scale": 81.1,
-                             "feat_scale": 81.3}},
-             "ImageNet is not on this machine; check with `python train.py "
-             "--config=configs/imagenet_deit_s_fourier.py:depth=24,method=feat_scale "
-             "--workdir=WORKDIR` where TFDS imagenet2012 is prepared"),
+                             "feat_scale": 81.3}, "settle": deit24},
+             "ImageNet is not on this machine; where TFDS imagenet2012 is prepared, "
+             + costs.sentence(deit24) + ", the compiled 12-block row's rate halved for 24 "
+             "blocks; the same with method=attn_scale and method=none for the baseline"),
       _entry("000-table3-cait",
              "Not run: needs the timm CaiT weights and ImageNet; the recipe is "
              "`configs/cait_finetune_fourier.py` (App. G.1 / Table 3 settings: lr 5e-5, wd 5e-4, 60 epochs).",
              {"paper_top1": {"CaiT-XXS24": [77.5, 77.8, 77.8], "CaiT-S24": [82.6, 82.8, 82.9]},
               "paper_columns": ["plain", "attn_scale", "feat_scale"],
-              "paper_top1_plain_reported": {"CaiT-XXS24": 77.6, "CaiT-S24": 82.7}},
-             "no pretrained weights nor ImageNet here; check with `python train.py "
-             "--config=configs/cait_finetune_fourier.py:method=feat_scale,variant=CaiT-XXS24 "
-             "--config.init_from.path=cait_xxs24_224.safetensors --config.input.data_dir=DIR "
-             "--workdir=WORKDIR` (and `method=none` for the baseline from the same weights)"),
+              "paper_top1_plain_reported": {"CaiT-XXS24": 77.6, "CaiT-S24": 82.7},
+              "settle": cait},
+             "no pretrained weights nor ImageNet here; with `--config.init_from.path="
+             "cait_xxs24_224.safetensors --config.input.data_dir=DIR` added, "
+             + costs.sentence(cait) + ", at the compiled CaiT-S24 row's rate (an upper bound "
+             "for the smaller XXS24); `method=none` for the baseline from the same weights"),
   ]

@@ -676,10 +676,14 @@ def lipsformer_warmup(seeds, small):
 @experiment("lipsformer_imagenet", PAPER, ("001-table2",))
 def lipsformer_imagenet(seeds, small):
   del seeds, small
+  from benchmarks.claims import costs  # noqa: PLC0415
+  cswin, swin = costs.settle("lipsformer_cswin_imagenet"), costs.settle(
+      "imagenet_swin:row=lipsformer_swin_t")
   return [_entry(
       "001-table2",
       "Not run: ImageNet-1K, 300 epochs at batch 2048. Recipes: `configs/lipsformer_cswin_imagenet.py`, "
-      "`configs/imagenet_swin.py:model=LipsFormer-Swin-T`.",
-      {"paper_top1": {"LipsFormer-CSwin-T": 83.5, "LipsFormer-Swin-T": 82.7}},
-      "ImageNet is not on this machine; check with `python train.py "
-      "--config=configs/lipsformer_cswin_imagenet.py --workdir=WORKDIR` where TFDS imagenet2012 is prepared")]
+      "`configs/imagenet_swin.py:row=lipsformer_swin_t`.",
+      {"paper_top1": {"LipsFormer-CSwin-T": 83.5, "LipsFormer-Swin-T": 82.7},
+       "settle": {"LipsFormer-CSwin-T": cswin, "LipsFormer-Swin-T": swin}},
+      "ImageNet is not on this machine; where TFDS imagenet2012 is prepared, "
+      + costs.sentence(cswin) + "; for LipsFormer-Swin-T " + costs.sentence(swin))]

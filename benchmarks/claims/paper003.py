@@ -548,7 +548,8 @@ def eigen_pretrained(seeds, small):
       "Not run: needs the pretrained weights (timm `vit_base_patch16_224`, `deit_base_patch16_224`) and "
       "400 ImageNet images. `load_timm` reads the weights; `analysis.eigen.dominating_counts` counts.",
       {"paper_low_pass_fraction": {"ViT-B/16": 0.7027, "DeiT-B/16": 0.5782}},
-      "no pretrained weights nor ImageNet here; with timm's file and 400 ImageNet validation images "
+      "no pretrained weights nor ImageNet here (no training: one forward pass, minutes on any "
+      "machine); with timm's file and 400 ImageNet validation images "
       "(NHWC, the model's preprocessing) check with `model, variables = vit_spectral.models.load_timm("
       "PATH, 'deit_base_patch16_224')` then `benchmarks.eigen_digits.analyse(model, "
       "variables['params'], images, labels)['table1_full']` (the same reading as this ledger's "
