@@ -63,26 +63,35 @@ class Experiment:
     run: (seeds: list[int], small: bool) -> list of entries (dicts with KEYS
       except `command`, which the runner fills in).
     trains: whether it trains models (seeds matter) or computes at initialisation.
+    min_seeds: the fewest seeds its committed entries may hold (3 for training
+      experiments; fewer only for a grid whose cells replicate each other,
+      `min_seeds_reason` saying so and the entry's why naming the seeds).
   """
   name: str
   paper: str
   claims: tuple[str, ...]
   run: Callable[[list[int], bool], list[dict[str, Any]]]
   trains: bool
+  min_seeds: int = 3
+  min_seeds_reason: str = ""
 
 
 EXPERIMENTS: dict[str, Experiment] = {}
 
 
-def experiment(name: str, paper: str, claims: tuple[str, ...], trains: bool = False):
+def experiment(name: str, paper: str, claims: tuple[str, ...], trains: bool = False,
+               min_seeds: int = 3, min_seeds_reason: str = ""):
   """Registers `fn(seeds, small) -> entries` as experiment `name`."""
   if paper not in PAPERS:
     raise ValueError(f"paper={paper!r}; choose one of {list(PAPERS)}")
+  if min_seeds < 3 and not min_seeds_reason:
+    raise ValueError(f"experiment {name!r}: min_seeds={min_seeds} needs a min_seeds_reason")
 
   def register(fn):
     if name in EXPERIMENTS:
       raise ValueError(f"experiment {name!r} registered twice")
-    EXPERIMENTS[name] = Experiment(name, paper, tuple(claims), fn, trains)
+    EXPERIMENTS[name] = Experiment(name, paper, tuple(claims), fn, trains, min_seeds,
+                                   min_seeds_reason)
     return fn
 
   return register
