@@ -157,8 +157,8 @@ def _start_from(fresh, trained):
     ValueError: a shared path's shapes differ, or no path is shared.
   """
   from flax import traverse_util  # noqa: PLC0415
-  fresh_flat = traverse_util.flatten_dict(jax.tree.map(lambda x: x, dict(fresh)))
-  trained_flat = traverse_util.flatten_dict(jax.tree.map(lambda x: x, dict(trained)))
+  fresh_flat = traverse_util.flatten_dict(dict(fresh))
+  trained_flat = traverse_util.flatten_dict(dict(trained))
   shared = [path for path in fresh_flat if path in trained_flat]
   if not shared:
     raise ValueError("init_from shares no parameter path with the model")

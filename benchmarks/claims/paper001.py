@@ -212,6 +212,17 @@ def _warmup_resolution(measured: dict) -> dict:
   return _warmup_gains(measured)[1]
 
 
+# Table 3 (ablations of LipsFormer-CSwin-T, 100 epochs), as printed: one declaration
+# that every Table 3 criterion here and in `paper001_threshold` quotes.
+TABLE3 = {
+    (section, row): PaperValue(f"Table 3, {section}, row {row}, column Tiny", value)
+    for section, row, value in (
+        ("Normalization", "LayerNorm", "Not converge"), ("Normalization", "CenterNorm", "81.6"),
+        ("Attention", "Dot Product", "Diverged"), ("Attention", "SCSA", "81.6"),
+        ("Alpha", "α=0.1", "81.4"), ("Alpha", "α=0.2", "81.6"), ("Alpha", "α=0.3", "81.3"),
+        ("Alpha", "α=0.4", "Diverged"), ("Warmup", "No", "81.6"), ("Warmup", "Yes", "81.2"))}
+
+
 criteria.declare(
     Criterion(
         id="001-eq2", where="§4.1.1, eq. 2",
@@ -296,8 +307,8 @@ criteria.declare(
         resolution=_swap_resolution("training fails: Table 3 gives LayerNorm 'Not converge' where "
                                     "CenterNorm reaches 81.6 %; a failed run here sits near "
                                     "chance, 10 %"),
-        paper_values=(PaperValue("Table 3, Normalization, row LayerNorm, column Tiny", "Not converge"),
-                      PaperValue("Table 3, Normalization, row CenterNorm, column Tiny", "81.6"))),
+        paper_values=(TABLE3["Normalization", "LayerNorm"],
+                      TABLE3["Normalization", "CenterNorm"])),
     Criterion(
         id="001-table3-attention", where="§5.3, Table 3 (Attention)",
         claim="With dot-product attention in place of SCSA, LipsFormer-CSwin-T diverges without "
@@ -314,8 +325,8 @@ criteria.declare(
         resolution=_swap_resolution("training diverges: Table 3 gives Dot Product 'Diverged' "
                                     "where SCSA reaches 81.6 %; a diverged run here counts as "
                                     "accuracy 0"),
-        paper_values=(PaperValue("Table 3, Attention, row Dot Product, column Tiny", "Diverged"),
-                      PaperValue("Table 3, Attention, row SCSA, column Tiny", "81.6"))),
+        paper_values=(TABLE3["Attention", "Dot Product"],
+                      TABLE3["Attention", "SCSA"])),
     Criterion(
         id="001-table3-alpha", where="§5.3, Table 3 (Alpha)",
         claim="With a large initial residual weight α the network diverges or does not converge "
@@ -329,10 +340,10 @@ criteria.declare(
               "difference exceeds `power`'s smallest resolvable difference; otherwise "
               "not_reproduced.",
         test=_judge_alpha, resolution=_alpha_resolution,
-        paper_values=(PaperValue("Table 3, Alpha, row α=0.1, column Tiny", "81.4"),
-                      PaperValue("Table 3, Alpha, row α=0.2, column Tiny", "81.6"),
-                      PaperValue("Table 3, Alpha, row α=0.3, column Tiny", "81.3"),
-                      PaperValue("Table 3, Alpha, row α=0.4, column Tiny", "Diverged"))),
+        paper_values=(TABLE3["Alpha", "α=0.1"],
+                      TABLE3["Alpha", "α=0.2"],
+                      TABLE3["Alpha", "α=0.3"],
+                      TABLE3["Alpha", "α=0.4"])),
     Criterion(
         id="001-table3-warmup", where="§5.3, Table 3 (Warmup)",
         claim="5 epochs of learning-rate warmup bring no further improvement to LipsFormer-CSwin-T "
@@ -348,8 +359,8 @@ criteria.declare(
               "setup cannot resolve the claimed difference); otherwise reproduced when g ≤ 0 in "
               "every run, else not_reproduced.",
         test=_judge_warmup, resolution=_warmup_resolution,
-        paper_values=(PaperValue("Table 3, Warmup, row No, column Tiny", "81.6"),
-                      PaperValue("Table 3, Warmup, row Yes, column Tiny", "81.2"))),
+        paper_values=(TABLE3["Warmup", "No"],
+                      TABLE3["Warmup", "Yes"])),
     Criterion(
         id="001-table2", where="§5.2, Table 2; App. D, Table 7",
         claim="Trained 300 epochs on ImageNet-1K without warmup, LipsFormer-CSwin-T reaches 83.5 % "

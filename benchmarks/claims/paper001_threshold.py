@@ -28,7 +28,7 @@ from benchmarks.claims import criteria, probes
 from benchmarks.claims.criteria import Criterion, PaperValue
 from benchmarks.claims.digits_runs import train
 from benchmarks.claims.ledger import entry, experiment
-from benchmarks.claims.paper001 import PAPER, PARTS, outcome, part_config
+from benchmarks.claims.paper001 import PAPER, PARTS, TABLE3, outcome, part_config
 
 ARMS = tuple(PARTS)
 FAILS = ("layer_norm", "dot_product", "alpha_0.4")   # Table 3: Not converge / Diverged / Diverged
@@ -120,12 +120,12 @@ criteria.declare(Criterion(
           "arms all fail); direction when, in every seed, none of those three has a threshold "
           "above LipsFormer's and at least one has a lower one; otherwise not_reproduced.",
     test=_judge_threshold, resolution=RESOLUTION,
-    paper_values=(PaperValue("Table 3, Normalization, row LayerNorm, column Tiny", "Not converge"),
-                  PaperValue("Table 3, Attention, row Dot Product, column Tiny", "Diverged"),
-                  PaperValue("Table 3, Alpha, row α=0.4, column Tiny", "Diverged"),
-                  PaperValue("Table 3, Alpha, row α=0.2, column Tiny", "81.6"),
-                  PaperValue("Table 3, Warmup, row Yes, column Tiny", "81.2"),
-                  PaperValue("Table 3, Warmup, row No, column Tiny", "81.6"),
+    paper_values=(TABLE3["Normalization", "LayerNorm"],
+                  TABLE3["Attention", "Dot Product"],
+                  TABLE3["Alpha", "α=0.4"],
+                  TABLE3["Alpha", "α=0.2"],
+                  TABLE3["Warmup", "Yes"],
+                  TABLE3["Warmup", "No"],
                   PaperValue("§5.1, LipsFormer-CSwin training", "the initial learning rate is "
                              "0.002 with a standard cosine learning rate decay"))))
 
