@@ -64,3 +64,44 @@ def test_init_from_refuses_a_tree_of_other_shapes_or_paths():
     digits_runs._start_from(fresh, {"dense": {"kernel": np.zeros((3, 3))}})
   with pytest.raises(ValueError, match="shares no parameter path"):
     digits_runs._start_from(fresh, {"other": {"kernel": np.zeros((2, 3))}})
+
+
+def test_mnist1d_is_generated_balanced_reproducibly_and_leaves_the_global_streams_alone():
+  import random  # noqa: PLC0415
+  np.random.seed(7)
+  random.seed(7)
+  want_numpy, want_python = np.random.rand(), random.random()
+  np.random.seed(7)
+  random.seed(7)
+  data = digits_runs.mnist1d.__wrapped__(100)
+  # The generator seeds both global streams; they come back as they were.
+  assert np.random.rand() == want_numpy and random.random() == want_python
+  assert data.train_images.shape == (digits_runs.MNIST1D_TRAIN_EXAMPLES,
+                                     *digits_runs.MNIST1D_IMAGE_SHAPE)
+  assert data.test_images.shape == (100, *digits_runs.MNIST1D_IMAGE_SHAPE)
+  assert data.train_images.dtype == np.float32 and data.train_labels.dtype == np.int32
+  # Every class the same number of times over train + test (the generator's
+  # num_samples // 10 per class), the standardisation over all signals.
+  labels = np.concatenate([data.train_labels, data.test_labels])
+  np.testing.assert_array_equal(np.bincount(labels), np.full(10, len(labels) // 10))
+  signals = np.concatenate([data.train_images, data.test_images]).reshape(len(labels), -1)
+  assert abs(signals.mean()) < 1e-3 and abs(signals.std() - 1) < 1e-3
+  again = digits_runs.mnist1d.__wrapped__(100)
+  np.testing.assert_array_equal(again.test_images, data.test_images)
+  # Against the package's own output: token i (a pixel of the (1, 20, 2) image)
+  # holds samples 2i and 2i + 1 of the signal.
+  from mnist1d.data import get_dataset_args, make_dataset  # noqa: PLC0415
+  args = get_dataset_args()
+  args.num_samples, args.train_split = 4100, 4000 / 4100
+  raw = make_dataset(args)
+  np.testing.assert_array_equal(data.test_labels, raw["y_test"])
+  np.testing.assert_allclose(data.test_images[:, 0, 3, 0], raw["x_test"][:, 6], rtol=1e-6)
+  np.testing.assert_allclose(data.test_images[:, 0, 3, 1], raw["x_test"][:, 7], rtol=1e-6)
+
+
+def test_training_on_a_subset_keeps_the_test_images():
+  data = digits()
+  keep = np.arange(0, len(data.train_labels), 10)
+  subset = data.with_training(keep)
+  assert len(subset.train_labels) == len(keep) and subset.test_images is data.test_images
+  np.testing.assert_array_equal(subset.train_images[1], data.train_images[10])

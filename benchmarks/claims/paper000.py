@@ -31,14 +31,12 @@ from scipy import stats
 
 from benchmarks.claims import criteria, power, probes
 from benchmarks.claims.criteria import Criterion, PaperValue
-from benchmarks.claims.digits_runs import digits_vit_config, train
+from benchmarks.claims.digits_runs import DIGITS_TEST_EXAMPLES, digits_vit_config, train
 from benchmarks.claims.ledger import entry, experiment, verdict
 
 PAPER = "000"
 SCALE_METHODS = ("attn_scale", "feat_scale")
 NAMES = {"attn_scale": "AttnScale", "feat_scale": "FeatScale"}
-# Test accuracy is measured on the whole digits test split (`digits_runs.digits`).
-DIGITS_TEST_EXAMPLES = 360
 # Table 1, 12-layer DeiT-S: the top-1 gains over the plain model (80.7 and 80.9 vs 79.8 %).
 TABLE1_GAINS = {"attn_scale": 0.009, "feat_scale": 0.011}
 
@@ -240,23 +238,26 @@ def _resolution_appg3(measured: dict) -> dict:
           **gaps}
 
 
-def _accuracy_gains(measured: dict, gains: dict[str, float]) -> dict[str, dict]:
+def _accuracy_gains(measured: dict, gains: dict[str, float],
+                    test_examples: int = DIGITS_TEST_EXAMPLES) -> dict[str, dict]:
   acc = measured["test_accuracy"]
   return {m: power.accuracy_difference_resolution(
-      _per_seed(acc[m]), _per_seed(acc["baseline"]), DIGITS_TEST_EXAMPLES,
+      _per_seed(acc[m]), _per_seed(acc["baseline"]), test_examples,
       f"+{100 * gain:.1f} points") for m, gain in gains.items()}
 
 
-def judge_gains(measured: dict, gains: dict[str, float]) -> str:
-  """Per method of `gains` (its claimed accuracy gain over "baseline"): inconclusive
-  while the smallest resolvable difference is not finite or the interval holds 0
-  with a half-width above the claimed gain; not_reproduced when the gain is resolved
-  below 0 or could have been resolved and was not; otherwise every seed must be
-  better (and the mean at least the claimed gain for reproduced). `_combined`."""
+def judge_gains(measured: dict, gains: dict[str, float],
+                test_examples: int = DIGITS_TEST_EXAMPLES) -> str:
+  """Per method of `gains` (its claimed accuracy gain over "baseline"), accuracies
+  on `test_examples` test images: inconclusive while the smallest resolvable
+  difference is not finite or the interval holds 0 with a half-width above the
+  claimed gain; not_reproduced when the gain is resolved below 0 or could have
+  been resolved and was not; otherwise every seed must be better (and the mean at
+  least the claimed gain for reproduced). `_combined`."""
   acc = measured["test_accuracy"]
   base = _per_seed(acc["baseline"])
   verdicts = []
-  for method, resolution in _accuracy_gains(measured, gains).items():
+  for method, resolution in _accuracy_gains(measured, gains, test_examples).items():
     half = resolution["smallest_resolvable"]
     mean = resolution["difference"]["mean_difference"]
     better = [a > b for a, b in zip(_per_seed(acc[method]), base)]
@@ -271,14 +272,15 @@ def judge_gains(measured: dict, gains: dict[str, float]) -> str:
   return _combined(verdicts)
 
 
-def resolution_gains(measured: dict, gains: dict[str, float], claimed: str) -> dict:
+def resolution_gains(measured: dict, gains: dict[str, float], claimed: str,
+                     test_examples: int = DIGITS_TEST_EXAMPLES, test_set: str = "digits") -> dict:
   """`judge_gains`' resolution: the larger method's smallest resolvable difference."""
-  per_method = _accuracy_gains(measured, gains)
+  per_method = _accuracy_gains(measured, gains, test_examples)
   return {"smallest_resolvable": max(g["smallest_resolvable"] for g in per_method.values()),
           "claimed_effect": claimed,
           "basis": "per method, the larger of the 95 % paired t half-width over the seeds and the "
-                   f"binomial half-width of a difference of accuracies on {DIGITS_TEST_EXAMPLES} test "
-                   "digits; the larger of the two methods'",
+                   f"binomial half-width of a difference of accuracies on {test_examples} test "
+                   f"{test_set}; the larger of the two methods'",
           **{m: {"smallest_resolvable": g["smallest_resolvable"], "difference": g["difference"]}
              for m, g in per_method.items()}}
 

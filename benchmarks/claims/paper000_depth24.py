@@ -56,15 +56,20 @@ def _resolution_finetune(measured: dict) -> dict:
                           "+0.2 / +0.3), fine-tuned 60 epochs from the pre-trained model (Table 3)")
 
 
-_GAINS_WORDS = (
+def gains_words(test_set: str = f"{DIGITS_TEST_EXAMPLES} test digits") -> str:
+  """`judge_gains` in words, its binomial term on `test_set`."""
+  return (
     "Per method, the gain = its test accuracy − the plain model's of the same seed, its mean "
     "over the seeds and s = `power`'s smallest resolvable difference (the larger of the 95 % "
-    f"paired t half-width and the binomial half-width on {DIGITS_TEST_EXAMPLES} test digits). "
+    f"paired t half-width and the binomial half-width on {test_set}). "
     "inconclusive when s is not finite, or the interval mean ± s holds 0 while s exceeds the "
     "claimed gain; not_reproduced when mean + s < 0, or the interval holds 0 although s is at "
     "most the claimed gain; when mean − s > 0: reproduced if every seed is better and the mean "
     "is at least the claimed gain, direction if every seed is better; the two methods' verdicts "
     "combine as the worse (not_reproduced, then inconclusive) else reproduced only if both are.")
+
+
+_GAINS_WORDS = gains_words()
 
 criteria.declare(
     Criterion(
