@@ -45,6 +45,20 @@ def _command(*args):
                         capture_output=True, text=True, timeout=120, check=False)
 
 
+# Mistakes that once passed `--print_config` and failed a run only after JAX had
+# loaded (a width the heads do not divide, an option out of its range), or
+# were ignored (a model name of another class than the recipe's).
+_REFUSED_BEFORE_JAX = [
+    (["--config.model.hidden_size=30", "--config.model.num_heads=4"],
+     r"^error: model.hidden_size=30 is not divisible by model.num_heads=4$"),
+    (["--config.model.attention.name=hopfield", "--config.model.attention.alpha=-3"],
+     r"^error: model.attention.alpha=-3.0 must be in \[0, 1\]$"),
+    (["--config.model.variant=Swin-T"],
+     r"^error: --config.model.variant=Swin-T: Swin-T is a Swin and this recipe's model a ViT, "
+     r".*start from a Swin recipe: --config=digits_swin, --config=imagenet_swin$"),
+]
+
+
 def test_print_config_needs_no_heavy_library_and_prints_only_the_config():
   result = _command("--config=digits_vit", "--config.model.block.feat_scale=True",
                     "--config.model.attention.name=hopfield",
@@ -74,6 +88,7 @@ def test_print_config_needs_no_heavy_library_and_prints_only_the_config():
     (["--config.optim.learnig_rate=1"], r"did you mean 'learning_rate'"),
     (["--config.optim.warmup_steps=5000"],
      r"^error: optim.warmup_steps=5000 plus optim.cooldown_steps=0 must be smaller"),
+    *_REFUSED_BEFORE_JAX,
 ])
 def test_a_config_error_is_one_line_without_a_heavy_library(args, message):
   result = _command("--config=digits_vit", *args, "--print_config")
@@ -136,6 +151,8 @@ _BAD_MODELS = [
     dict(mlp_dim=0),
     dict(nonsense=1),
     dict(layer_overrides=({"layers": "0-1", "block": {"feat_scal": True}},)),
+    dict(attention=dict(name="hopfield", alpha=-3.0)),
+    dict(attention=dict(name="cosine", epsilon=0.0)),
 ]
 
 
@@ -191,6 +208,10 @@ def test_the_model_section_names_the_nearest_option():
     ("digits_swin", dict(merge="concat")),
     ("digits_cswin", dict(stripe_widths=(3, 3))),
     ("digits_cait", dict(class_attention="dot_product")),
+    ("digits_vit", dict(hidden_size=30, num_heads=4)),
+    ("digits_vit", dict(attention=dict(head_dim=8, full_width_heads=True))),
+    ("digits_swin", dict(embed_dim=30, num_heads=(4, 4))),
+    ("digits_cswin", dict(hidden_size=30, num_heads=(4, 4))),
 ], ids=str)
 def test_the_model_class_checks_run_without_jax_as_the_traced_init_does(recipe, changes):
   """`check_config` runs the class's own checks (`models.model_checks`) on the
@@ -224,3 +245,33 @@ def test_every_recipe_prints_checked_without_a_heavy_library():
     else:
       json.loads(result.stdout)
   assert not failed, failed
+
+
+@pytest.mark.parametrize("args,message", _REFUSED_BEFORE_JAX, ids=str)
+def test_a_run_refuses_what_print_config_refuses_before_jax_loads(args, message, tmp_path):
+  result = _command("--config=digits_vit", *args, f"--workdir={tmp_path / 'run'}")
+  assert result.returncode == main.USAGE_EXIT_CODE, result.stderr[-2000:]
+  lines = result.stderr.splitlines()
+  assert len(lines) == 1 and "BLOCKED" not in lines[0], lines
+  assert __import__("re").search(message, lines[0]), lines[0]
+  assert not (tmp_path / "run").exists()
+
+
+def test_a_model_name_on_the_command_line_builds_that_model():
+  def plan(*overrides):
+    config = main.parse_command_line(["train.py", "--config=digits_vit", *overrides]).config.value
+    return config_checks.check_config(config).model, run_settings.training_settings(config).model
+
+  quick, live = plan("--config.model.variant=Ti/2")
+  assert quick.model["hidden_size"] == live.fields["hidden_size"] == 192
+  assert quick.model["depth"] == live.fields["depth"] == 12
+  assert quick.block["num_heads"] == live.fields["block"].num_heads == 3
+  assert quick.model["patch_size"] == 2
+  # A field set on the same command line wins over the name's; the recipe's
+  # block options stay.
+  quick, live = plan("--config.model.variant=Ti/2", "--config.model.depth=3")
+  assert quick.model["depth"] == live.fields["depth"] == 3
+  assert quick.model["hidden_size"] == 192
+  # A name whose patches do not fit the recipe's images: refused, saying why.
+  with pytest.raises(ValueError, match=r"^model.patch_size=16 does not divide the image size 8x8$"):
+    plan("--config.model.variant=S/16")

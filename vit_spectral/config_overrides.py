@@ -12,6 +12,9 @@ changes (`model.attention` is `{'name': ...}` plus the options it sets,
                                                  named, after every override)
   --config.input.data_dir=None                  (a field that may be None)
   --config.model.block="{'feat_scale': True}"   (a section, whole)
+  --config.model.variant=Ti/2                   (the named model: its fields
+                                                 replace the recipe's, except
+                                                 those set on the command line)
 
 A value is read as the field's type (an option's type from the registries'
 facts, `models.catalog`); a bare `--config.a.b` is True and `--noconfig.a.b`
@@ -71,8 +74,10 @@ def apply_overrides(config: config_dict.ConfigDict,
 
   Raises:
     OverrideError: a path that names no field, a value of the wrong type, a
-      None for a field that cannot be None.
+      None for a field that cannot be None, a `model.variant` of another model
+      class than the recipe's (the message names that class's recipes).
   """
+  recipe_variant = config.model.get("variant") if "model" in config else None
   for path, text in overrides:
     section, field, kind = _locate(config, path, overrides)
     if text == "None":
@@ -84,6 +89,48 @@ def apply_overrides(config: config_dict.ConfigDict,
       value = _parse(text, kind, path)
     with config.unlocked():
       section[field] = value
+  if any(path == "model.variant" for path, _ in overrides) and config.model.variant is not None:
+    _take_variant(config, recipe_variant, {path for path, _ in overrides})
+
+
+def _take_variant(config: config_dict.ConfigDict, recipe_variant: str | None,
+                  overridden: set[str]) -> None:
+  """`--config.model.variant=NAME`: the fields NAME defines replace the
+  recipe's (set to None, so the model plan fills them in from NAME), except
+  those the command line sets itself; "block" and "attention" keep the
+  recipe's options over NAME's (`model_settings.merge_variant`)."""
+  from vit_spectral.models import catalog  # pylint: disable=import-outside-toplevel
+  name = config.model.variant
+  try:
+    class_name, fields = catalog.variant_entry(name)
+  except ValueError as e:
+    raise OverrideError(str(e)) from None
+  recipe_class = catalog.model_class_name(recipe_variant)
+  if class_name != recipe_class:
+    raise OverrideError(
+        f"--config.model.variant={name}: {name} is a {class_name} and this recipe's model a "
+        f"{recipe_class}, whose fields a {class_name} does not take; start from a "
+        f"{class_name} recipe: {', '.join(_recipes_of(class_name)) or '(none shipped)'}")
+  with config.unlocked():
+    for field in fields:
+      if field not in ("block", "attention") and f"model.{field}" not in overridden:
+        config.model[field] = None
+
+
+def _recipes_of(class_name: str) -> list[str]:
+  """The shipped recipes whose model is a `class_name` (on the error path only:
+  it reads every recipe, about 0.2 s)."""
+  # pylint: disable=import-outside-toplevel
+  import importlib
+
+  from vit_spectral.configs import recipe_names
+  from vit_spectral.models import catalog
+  found = []
+  for recipe in recipe_names():
+    model = importlib.import_module(f"vit_spectral.configs.{recipe}").get_config().model
+    if catalog.model_class_name(model.get("variant")) == class_name:
+      found.append(f"--config={recipe}")
+  return found
 
 
 def _may_be_none(section: config_dict.ConfigDict, field: str) -> bool:

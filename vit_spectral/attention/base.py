@@ -129,6 +129,8 @@ from vit_spectral.attention.fused import fused_attention
 from vit_spectral.layers.grid_conv import GridConv
 from vit_spectral.layers.initializers import get_initializer
 from vit_spectral.layers.windows import relative_position_index
+from vit_spectral.head_width import head_width
+from vit_spectral.option_ranges import check_ranges
 
 # Added to masked logits instead of -inf so fully masked rows stay finite.
 _MASK_VALUE = -1e30
@@ -232,6 +234,10 @@ class Attention(nn.Module):
       # Swin's table: one column per head over the (2R−1)(2C−1) offsets.
       "relative_position_bias_table": (None, "heads"),
   }
+  # Option -> the interval its value must lie in ("[0, 1]", "(0, inf)"): checked
+  # when called and, from `models/catalog.json`, by the command line
+  # (`option_ranges.check_ranges`). A subclass's entries add to its bases'.
+  OPTION_RANGES: ClassVar[Mapping[str, str]] = {}
   LOGGED_PARAMS: ClassVar[Mapping[str, str]] = {}
   LOGGED_SOWN: ClassVar[Mapping[str, str]] = {}
 
@@ -273,6 +279,15 @@ class Attention(nn.Module):
       merged.update(vars(klass).get("PARAM_AXES", {}))
     return merged
 
+  @classmethod
+  def option_ranges(cls) -> dict[str, str]:
+    """Every `OPTION_RANGES` entry along the class hierarchy (a subclass's
+    entry wins)."""
+    merged = {}
+    for klass in reversed(cls.__mro__):
+      merged.update(vars(klass).get("OPTION_RANGES", {}))
+    return merged
+
   @nn.compact
   def __call__(self, x, state=None, mask=None, skip=None):
     """One attention layer: the pipeline of the module docstring.
@@ -291,6 +306,8 @@ class Attention(nn.Module):
     if skip is not None and not self.mixes_skip:
       raise TypeError(f"{type(self).__name__} has no skip path (mixes_skip is False); "
                       "call it without skip=")
+    ranges = self.option_ranges()
+    check_ranges(ranges, {name: getattr(self, name) for name in ranges})
     self.prepare(x, state)
     if not self.return_state:
       self.check_plain_call(state)
@@ -470,18 +487,8 @@ class Attention(nn.Module):
     return None if self.supports_fused else f"{type(self).__name__} has no fused path"
 
   def resolved_head_dim(self, width: int) -> int:
-    if self.head_dim is not None and self.full_width_heads:
-      raise ValueError("model.attention sets both head_dim and full_width_heads; "
-                       "choose one")
-    if self.head_dim is not None:
-      return self.head_dim
-    if self.full_width_heads:
-      return width
-    if width % self.num_heads:
-      raise ValueError(
-          f"model.hidden_size={width} is not divisible by "
-          f"model.num_heads={self.num_heads}")
-    return width // self.num_heads
+    """Dh on a `width`-wide input (`head_width.head_width`)."""
+    return head_width(width, self.num_heads, self.head_dim, self.full_width_heads)
 
   def dense_heads(self, x, name: str, use_bias: bool):
     """x: (B, T, D) -> (B, T, H, Dh), one projection."""

@@ -65,6 +65,8 @@ class CosineAttention(Attention):
   """
   supports_fused: ClassVar[bool] = True
   PARAM_AXES: ClassVar[Mapping[str, tuple[str | None, ...]]] = {"tau": (), "nu": ()}
+  # ε > 0 is what keeps the normalisation Lipschitz.
+  OPTION_RANGES: ClassVar[Mapping[str, str]] = {"epsilon": "(0, inf)"}
 
   tau: float = 12.0
   nu: float = 1.0
@@ -85,12 +87,6 @@ class CosineAttention(Attention):
     """(τ, ν), created in this order where learned."""
     return (self.scalar("tau", self.tau, self.learnable_tau),
             self.scalar("nu", self.nu, self.learnable_nu))
-
-  def prepare(self, x, state) -> None:
-    del x, state
-    if self.epsilon <= 0:
-      raise ValueError(f"model.attention.epsilon={self.epsilon} must be positive: "
-                       "it is what keeps the normalisation Lipschitz")
 
   def project(self, x):
     """q̂, k̂ (and v̂ with `normalize_value`), each (B, T, H, Dh), eq. 6."""

@@ -46,11 +46,6 @@ from vit_spectral.attention.base import Attention
 from vit_spectral.attention.registry import register_attention
 
 
-def _check_coefficient(value: float, field: str) -> None:
-  if not 0.0 <= value <= 1.0:
-    raise ValueError(f"model.attention.{field}={value} must be in [0, 1]")
-
-
 @register_attention("hopfield")
 class HopfieldAttention(Attention):
   """Multi-head attention whose weights are the softmax of a carried score memory.
@@ -73,6 +68,8 @@ class HopfieldAttention(Attention):
   alpha: float = 0.5
   alpha_hidden: float = 0.5
 
+  OPTION_RANGES: ClassVar[Mapping[str, str]] = {"alpha": "[0, 1]", "alpha_hidden": "[0, 1]"}
+
   # The block may hand a `skip` tensor for α to mix (attention_residual="replace").
   mixes_skip: ClassVar[bool] = True
   supports_fused: ClassVar[bool] = True
@@ -82,11 +79,6 @@ class HopfieldAttention(Attention):
   def initial_state(cls, batch_size: int, num_tokens: int, num_heads: int):
     """h_0 = 0: float32 (B, heads, T, T)."""
     return jnp.zeros((batch_size, num_heads, num_tokens, num_tokens), jnp.float32)
-
-  def prepare(self, x, state) -> None:
-    del x, state
-    _check_coefficient(self.alpha, "alpha")
-    _check_coefficient(self.alpha_hidden, "alpha_hidden")
 
   def carries_state(self) -> bool:
     return bool(self.alpha_hidden)

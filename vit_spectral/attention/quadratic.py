@@ -87,13 +87,8 @@ class QuadraticAttention(RelativePositionAttention):
   alpha_init: float = 0.5
   spread_init_std: float = 0.01
 
-  def prepare(self, x, state) -> None:
-    del x, state
-    if self.alpha_init <= 0:
-      raise ValueError(f"model.attention.alpha_init={self.alpha_init} must be > 0")
-    if self.spread_init_std < 0:
-      raise ValueError(
-          f"model.attention.spread_init_std={self.spread_init_std} must be >= 0")
+  OPTION_RANGES: ClassVar[Mapping[str, str]] = {"alpha_init": "(0, inf)",
+                                                "spread_init_std": "[0, inf)"}
 
   def scores(self, q, k, x):
     """−α_h ‖δ − Δ_h‖² (eq. 9): (1, H, T, T), zero on prefix pairs."""

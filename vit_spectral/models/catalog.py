@@ -160,7 +160,7 @@ class CatalogFacts:
     if name in catalogued:
       entry = catalogued[name]
       return AttentionFacts(entry["class"], entry["options"], entry["updates_prefix_only"],
-                            entry["mixes_skip"], entry["stateful"])
+                            entry["mixes_skip"], entry["stateful"], entry["ranges"])
     names = self.attention_names
     if name in names:   # registered by the user's own code: read it live
       # pylint: disable=import-outside-toplevel
@@ -234,7 +234,8 @@ def live() -> dict[str, Any]:
     entry = specs.attention_facts(get_attention(name))
     attentions[name] = {"class": entry.class_name, "options": dict(entry.options),
                         "updates_prefix_only": entry.updates_prefix_only,
-                        "mixes_skip": entry.mixes_skip, "stateful": entry.stateful}
+                        "mixes_skip": entry.mixes_skip, "stateful": entry.stateful,
+                        "ranges": dict(entry.ranges)}
   return {"models": models, "variants": variants, "block_spec": block_spec,
           "attentions": attentions, "norms": list(registered_norms()),
           "activations": list(MLP_ACTIVATIONS), "feat_scale_forms": list(FEAT_SCALE_FORMS),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from vit_spectral.head_width import head_width
 from vit_spectral.models.spec_checks import check_choice
 
 __all__ = ["CHECKS", "EMBEDDINGS", "MERGES", "POOLINGS", "POSEMB_CHOICES", "POSEMB_TOKENS",
@@ -58,6 +59,15 @@ def _check_bools(model: Any, *fields: str) -> None:
       raise ValueError(f"model.{field}={getattr(model, field)!r} must be True or False")
 
 
+def _check_heads(block: Any, widths: Sequence[int], heads: Sequence[int | None]) -> None:
+  """Every (token width, head count) splits into heads as the attention's
+  options say (`head_width`: head_dim, full_width_heads, else width / heads)."""
+  options = block.attention_kwargs
+  for width, num_heads in zip(widths, heads):
+    if num_heads is not None:
+      head_width(width, num_heads, options.get("head_dim"), options.get("full_width_heads", False))
+
+
 def _check_patches(patch_size: int, height: int, width: int) -> None:
   if height % patch_size or width % patch_size:
     raise ValueError(f"model.patch_size={patch_size} does not divide the "
@@ -83,6 +93,7 @@ def check_vit(model: Any, height: int, width: int, facts: Any = None) -> None:
   if model.distilled and model.pooling != "cls":
     raise ValueError("model.distilled=True reads the CLS and distillation tokens: it needs "
                      f"model.pooling='cls' (got {model.pooling!r})")
+  _check_heads(model.block, [model.hidden_size], [model.block.num_heads])
   _check_patches(model.patch_size, height, width)
 
 
@@ -110,6 +121,7 @@ def check_cait(model: Any, height: int, width: int, facts: Any) -> None:
   check_positive(model, "hidden_size", "depth", "patch_size", "class_depth")
   _check_bools(model, "talking_heads")
   check_class_attention(model.class_attention, facts)
+  _check_heads(model.block, [model.hidden_size], [model.block.num_heads])
   _check_patches(model.patch_size, height, width)
 
 
@@ -126,6 +138,8 @@ def check_swin(model: Any, height: int, width: int, facts: Any) -> None:
   """Swin's fields, on an image of height × width."""
   check_stages(model)
   check_positive(model, "embed_dim", "window_size")
+  _check_heads(model.block, [model.embed_dim * 2 ** s for s in range(len(model.depths))],
+               model.num_heads)
   check_choice(model.merge, MERGES, "model.merge")
   if "relative_position_bias" in model.block.attention_kwargs:
     raise ValueError("model.attention.relative_position_bias is set by Swin: use "
@@ -155,6 +169,7 @@ def check_cswin(model: Any, height: int, width: int, facts: Any = None) -> None:
   check_stages(model, "stripe_widths")
   check_positive(model, "hidden_size", "stripe_widths")
   stages = len(model.depths)
+  _check_heads(model.block, [model.hidden_size * 2 ** s for s in range(stages)], model.num_heads)
   check_choice(model.embedding, EMBEDDINGS, "model.embedding")
   stride = model.patch_size * 2 ** (stages - 1)
   image_shape = (height, width)

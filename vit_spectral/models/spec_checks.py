@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Mapping, NamedTuple, Sequence
 
 from vit_spectral import backends
 from vit_spectral.names import did_you_mean
+from vit_spectral.option_ranges import check_ranges
 
 __all__ = ["ATTENTION_FIELDS_SET_BY_BLOCK", "ATTENTION_RESIDUALS", "AttentionFacts",
            "BLOCK_ORDERS", "ENCODER_MODES", "ENCODER_RESIDUALS", "EncoderSpec",
@@ -47,12 +48,14 @@ class AttentionFacts(NamedTuple):
     updates_prefix_only: it updates the class token only (CaiT's class stage).
     mixes_skip: it has its own skip path (attention_residual="replace").
     stateful: it carries a state from layer to layer (`initial_state` is not None).
+    ranges: option -> the interval its value must lie in (`option_ranges`).
   """
   class_name: str
   options: Mapping[str, str]
   updates_prefix_only: bool
   mixes_skip: bool
   stateful: bool = False
+  ranges: Mapping[str, str] = {}
 
 
 def check_rate(value: float, field: str) -> None:
@@ -63,12 +66,14 @@ def check_rate(value: float, field: str) -> None:
 
 def check_attention_options(facts: AttentionFacts, options: Mapping[str, Any],
                             field: str = "model.attention") -> None:
-  """Every key of `options` is an option of the attention `facts` describes."""
+  """Every key of `options` is an option of the attention `facts` describes,
+  and every value lies in its declared interval."""
   valid = sorted(facts.options)
   unknown = sorted(set(options) - set(valid))
   if unknown:
     raise ValueError(f"{field} has unknown options {unknown}{did_you_mean(unknown[0], valid)}; "
                      f"{facts.class_name} (the others are set by the model) accepts {valid}")
+  check_ranges(facts.ranges, options, field)
 
 
 def check_choice(value: Any, choices: Sequence[str], field: str) -> None:

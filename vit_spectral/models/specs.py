@@ -51,7 +51,7 @@ def attention_facts(cls: type) -> AttentionFacts:
   return AttentionFacts(cls.__name__, dict(sorted(options.items())),
                         bool(getattr(cls, "updates_prefix_only", False)),
                         bool(getattr(cls, "mixes_skip", False)),
-                        cls.initial_state(1, 1, 1) is not None)
+                        cls.initial_state(1, 1, 1) is not None, dict(cls.option_ranges()))
 
 
 def type_name(hint: Any) -> str:
