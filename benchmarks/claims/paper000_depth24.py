@@ -116,10 +116,11 @@ def _t_minus_s(params) -> list[float]:
                                                 _layer_params(params, "hc_scale"))]
 
 
-def _gains_why(gains_of: dict, claimed: str) -> str:
+def _gains_why(gains_of: dict, claimed: str,
+               test_set: str = f"{DIGITS_TEST_EXAMPLES} test digits") -> str:
   return (" and ".join(f"{NAMES[m]} {100 * g['difference']['mean_difference']:+.1f} ± "
                        f"{100 * g['smallest_resolvable']:.1f} points" for m, g in gains_of.items())
-          + f" (95 %; binomial on {DIGITS_TEST_EXAMPLES} test digits or the paired seed interval "
+          + f" (95 %; binomial on {test_set} or the paired seed interval "
           f"where wider), against the paper's {claimed}")
 
 

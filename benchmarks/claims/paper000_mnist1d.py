@@ -93,8 +93,8 @@ def _run(name: str, depth: int, claim_id: str, gains: dict, claimed: str, seeds,
               "test_examples": len(data.test_labels),
               "feat_scale_t_minus_s_per_layer": probes.seeds_table(t_minus_s)}
   resolution = resolution_gains(measured, gains, claimed, len(data.test_labels), "MNIST-1D signals")
-  why = _gains_why({m: resolution[m] for m in SCALE_METHODS}, claimed).replace(
-      "test digits", "test signals")
+  why = _gains_why({m: resolution[m] for m in SCALE_METHODS}, claimed,
+                   f"{len(data.test_labels)} test signals")
   return [entry(PAPER, claim_id, setup, measured, {
       "inconclusive": f"{why}: the setup cannot resolve the claimed gain",
       "not_reproduced": f"{why}: a method is worse beyond the noise, or not better where the "
