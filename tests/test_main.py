@@ -227,7 +227,7 @@ def test_a_bug_before_the_run_has_a_log_keeps_its_traceback(monkeypatch, exits):
   assert not exits
 
 
-@pytest.mark.slow
+@pytest.mark.extended
 def test_an_unprepared_data_set_stops_the_run_with_one_error_line(tmp_path):
   empty, workdir = tmp_path / "tfds", tmp_path / "workdir"
   empty.mkdir()

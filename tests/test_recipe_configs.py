@@ -14,6 +14,9 @@ from vit_spectral.configs import (cifar10_vit, cifar100_vit, imagenet_cait,  # n
 from vit_spectral.configs import digits_swin, imagenet_swin  # noqa: E402
 from vit_spectral.training import config_checks, robustness, trainer  # noqa: E402
 
+# End-to-end runs: .ci/run runs them as a step of their own (pyproject's markers).
+pytestmark = pytest.mark.extended
+
 CORRUPTIONS, SEVERITIES = ("brightness", "fog"), (1, 5)
 # A narrow model: what is under test is the recipe plumbing, not the width.
 NARROW = dict(hidden_size=32, num_heads=2, mlp_dim=64, depth=1)

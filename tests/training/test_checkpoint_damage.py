@@ -49,6 +49,9 @@ from vit_spectral import errors
 from vit_spectral.configs import digits_vit
 from vit_spectral.training import checkpointing, resume, state_fingerprint, trainer
 
+# End-to-end runs: .ci/run runs them as a step of their own (pyproject's markers).
+pytestmark = pytest.mark.extended
+
 TOTAL, EVERY = 40, 10
 DAMAGE_BYTES = 4096
 

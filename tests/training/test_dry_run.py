@@ -112,6 +112,7 @@ def every_recipe_report():
   return rows, recipe_names()
 
 
+@pytest.mark.extended
 def test_every_recipe_passes_the_dry_run_on_1_to_16_devices(every_recipe_report):
   rows, names = every_recipe_report
   rows = {key: row for key, row in rows.items() if key[1] in DEVICE_COUNTS}
@@ -135,6 +136,7 @@ def test_every_recipe_passes_the_dry_run_on_1_to_16_devices(every_recipe_report)
     assert compiled["memory"]["total"] >= compiled["memory"]["argument"], name
 
 
+@pytest.mark.extended
 def test_model_and_fsdp_axes_compile_and_split_the_parameters(every_recipe_report):
   rows, _ = every_recipe_report
   split = rows[(TENSOR_PARALLEL_RECIPE, "16 fsdp 2 model 2")]
@@ -145,6 +147,7 @@ def test_model_and_fsdp_axes_compile_and_split_the_parameters(every_recipe_repor
   assert split["memory"]["argument"] < data_parallel["memory"]["argument"] / 2
 
 
+@pytest.mark.extended
 def test_the_16_device_eval_batches_are_rounded_up(every_recipe_report):
   rows, _ = every_recipe_report
   # imagenet_deit's eval batch of 1000 is not a multiple of 16: 1008 is.

@@ -52,6 +52,9 @@ from vit_spectral.data import input_pipeline
 from vit_spectral.training import preemption
 from tests.training.run_control import StreamTap, stop_at
 
+# End-to-end runs: .ci/run runs them as a step of their own (pyproject's markers).
+pytestmark = pytest.mark.extended
+
 out = os.environ["MULTIPROCESS_TEST_OUT"]
 
 def record(kwargs, number, batch):
@@ -127,7 +130,6 @@ def reference(digits_dir, tmp_path_factory):
   return _state(workdir), np.stack(ids)
 
 
-@pytest.mark.slow
 def test_8_devices_then_4_see_the_same_examples(digits_dir, reference, tmp_path, monkeypatch):
   ref_state, ref_ids = reference
   recorder = recording_ids(input_pipeline.create_train_dataset)
@@ -145,7 +147,6 @@ def test_8_devices_then_4_see_the_same_examples(digits_dir, reference, tmp_path,
   print(f"8 -> 4 devices: largest difference {worst:.2e} of a leaf's largest magnitude")
 
 
-@pytest.mark.slow
 def test_2_processes_then_1_see_the_same_examples(digits_dir, reference, tmp_path, monkeypatch):
   ref_state, ref_ids = reference
   workdir = tmp_path / "run"

@@ -170,6 +170,7 @@ def test_recipes_plan_without_the_weights_and_train_only_with_them(recipe, tmp_p
   assert not (tmp_path / "workdir").exists()
 
 
+@pytest.mark.extended
 def test_cait_finetune_recipe_trains_from_timms_cait_weights(tmp_path, monkeypatch):
   """Paper 000 App. G.1's recipe (configs/cait_finetune_fourier.py) runs from a
   timm CaiT file: two steps on mock ImageNet at 32x32, CaiT-XXS24's width

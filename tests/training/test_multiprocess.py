@@ -78,6 +78,9 @@ import jax, numpy as np
 from vit_spectral import main
 from vit_spectral.training import checkpointing, sharding
 
+# End-to-end runs: .ci/run runs them as a step of their own (pyproject's markers).
+pytestmark = pytest.mark.extended
+
 out = os.environ["MULTIPROCESS_TEST_OUT"]
 global_batch = sharding.global_batch
 save = checkpointing.Checkpointer.save
@@ -131,7 +134,6 @@ def _restore_on_one_process(workdir):
   return step, state
 
 
-@pytest.mark.slow
 def test_two_processes_train_like_one_with_8_devices(tmp_path):
   # Prepared once here: two processes preparing it at once would race.
   data_dir = str(tmp_path / "tfds")

@@ -34,6 +34,9 @@ from tests.cpu_flags import xla_flags
 from tests.training.cluster import ROOT, Cluster
 from tests.training.run_control import assert_trees_equal
 
+# End-to-end runs: .ci/run runs them as a step of their own (pyproject's markers).
+pytestmark = pytest.mark.extended
+
 TOTAL, EVERY = 800, 100
 EXIT_WITHIN_S = 10
 FLAGS = [
@@ -129,7 +132,6 @@ def _assert_same_state(workdir_a, workdir_b):
                             state_a["params"]["head"]["kernel"])
 
 
-@pytest.mark.slow
 def test_signals_stop_at_a_saved_step_and_the_rerun_is_bit_identical(tmp_path):
   data.get_builder("digits", data_dir=str(tmp_path / "tfds"))  # prepared once, here
   env = _env(str(tmp_path / "tfds"))
@@ -186,7 +188,6 @@ TWO_FLAGS = [
 ]
 
 
-@pytest.mark.slow
 def test_sigterm_to_one_of_two_processes_stops_both_at_one_saved_step(tmp_path):
   data_dir = str(tmp_path / "tfds")
   data.get_builder("digits", data_dir=data_dir)

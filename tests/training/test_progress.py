@@ -281,7 +281,7 @@ def _read_all(fd: int) -> bytes:
   return b"".join(chunks)
 
 
-@pytest.mark.slow
+@pytest.mark.extended
 def test_train_py_draws_one_line_on_a_terminal_and_lines_on_a_pipe(tmp_path):
   from vit_spectral import data  # pylint: disable=import-outside-toplevel
   data.get_builder("digits", data_dir=str(tmp_path / "tfds"))

@@ -24,6 +24,9 @@ from vit_spectral.data import input_pipeline
 from vit_spectral.training import checkpointing, preemption, trainer
 from tests.training.run_control import StreamTap, assert_trees_equal, stop_at
 
+# End-to-end runs: .ci/run runs them as a step of their own (pyproject's markers).
+pytestmark = pytest.mark.extended
+
 TOTAL, EVERY, BATCH, POISONED = 30, 10, 32, 15
 
 
@@ -70,7 +73,6 @@ def _stream(workdir, step):
   return json.loads((workdir / "checkpoints" / str(step) / "stream" / "metadata").read_text())
 
 
-@pytest.mark.slow
 def test_rollback_skips_the_poisoned_batch_reproducibly(tmp_path, poison, monkeypatch, caplog):
   poison(lambda number: number == POISONED)
   caplog.set_level("WARNING")
@@ -112,7 +114,6 @@ def test_rollback_skips_the_poisoned_batch_reproducibly(tmp_path, poison, monkey
   assert _stream(third, TOTAL) == _stream(first, TOTAL)
 
 
-@pytest.mark.slow
 def test_a_poison_that_stays_gives_up_after_max_rollbacks(tmp_path, poison):
   # Every batch from 15 on: step 15 fails (batch 15), then step 11 twice
   # (batch 16, then batch 17), the second time after the last rollback.

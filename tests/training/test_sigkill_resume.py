@@ -27,6 +27,9 @@ from vit_spectral import data
 from vit_spectral.training.checkpointing import latest_params
 from tests.cpu_flags import xla_flags
 
+# End-to-end runs: .ci/run runs them as a step of their own (pyproject's markers).
+pytestmark = pytest.mark.extended
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOTAL, EVERY = 24, 4
 # A tiny model, so four processes fit the test budget; the recipe itself is
@@ -95,7 +98,6 @@ def _kill_after(workdir, env, kill_after, async_checkpointing):
   return at_kill
 
 
-@pytest.mark.slow
 def test_sigkill_and_resume_is_bit_identical(tmp_path):
   # Prepare digits here, so that no run prepares it itself: a process that
   # prepared digits trained differently from ones that read it, which is not

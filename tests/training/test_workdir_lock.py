@@ -106,6 +106,7 @@ def test_another_hosts_lock_is_never_taken_over(tmp_path):
     workdir_lock.acquire(str(tmp_path))
 
 
+@pytest.mark.extended
 def test_two_runs_started_together_end_as_one_run(tmp_path):
   """Two `train.py` processes on one workdir: one trains to the end, the other
   exits non-zero as soon as it finds the lock, naming the holder, and long
