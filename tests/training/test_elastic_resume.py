@@ -37,6 +37,9 @@ from vit_spectral.training import checkpointing, preemption, trainer
 from tests.training.cluster import Cluster
 from tests.training.run_control import recording_ids, stop_at
 
+# End-to-end runs: .ci/run runs them as a step of their own (pyproject's markers).
+pytestmark = pytest.mark.extended
+
 TOTAL, STOP, BATCH = 40, 20, 32
 RTOL = 1e-5  # seen: 1.0e-6 (8 -> 4 devices), 2.5e-6 (2 processes -> 1)
 RECIPE_ARG = f"steps={TOTAL},depth=1,width=32,heads=2"
@@ -51,9 +54,6 @@ from vit_spectral import main
 from vit_spectral.data import input_pipeline
 from vit_spectral.training import preemption
 from tests.training.run_control import StreamTap, stop_at
-
-# End-to-end runs: .ci/run runs them as a step of their own (pyproject's markers).
-pytestmark = pytest.mark.extended
 
 out = os.environ["MULTIPROCESS_TEST_OUT"]
 

@@ -52,6 +52,9 @@ from vit_spectral.data import input_pipeline
 from vit_spectral.training import checkpointing, distributed, sharding, trainer
 from tests.training.cluster import Cluster
 
+# End-to-end runs: .ci/run runs them as a step of their own (pyproject's markers).
+pytestmark = pytest.mark.extended
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STEPS, BATCH, PROCESSES = 4, 32, 2
 # Each leaf of the state may differ from the reference by RTOL times the leaf's
@@ -77,9 +80,6 @@ import json, os
 import jax, numpy as np
 from vit_spectral import main
 from vit_spectral.training import checkpointing, sharding
-
-# End-to-end runs: .ci/run runs them as a step of their own (pyproject's markers).
-pytestmark = pytest.mark.extended
 
 out = os.environ["MULTIPROCESS_TEST_OUT"]
 global_batch = sharding.global_batch
