@@ -16,21 +16,23 @@ from __future__ import annotations
 from benchmarks.claims import criteria, probes
 from benchmarks.claims.criteria import Criterion, criterion_for
 from benchmarks.claims.digits_runs import (
-    MNIST1D_PATCH_SIZE, MNIST1D_TEST_EXAMPLES, MNIST1D_TRAIN_EXAMPLES, mnist1d, train)
+    MNIST1D_IMAGE_SHAPE, MNIST1D_PATCH_SIZE, MNIST1D_TEST_EXAMPLES, MNIST1D_TRAIN_EXAMPLES,
+    mnist1d, train)
 from benchmarks.claims.ledger import entry, experiment
 from benchmarks.claims.paper000 import (
-    PAPER, SCALE_METHODS, TABLE1_GAINS, judge_gains, method_config, resolution_gains)
+    PAPER, SCALE_METHODS, TABLE1_CLAIMED, TABLE1_GAINS, judge_gains, method_config,
+    resolution_gains)
 from benchmarks.claims.paper000_depth24 import ARMS, _gains_why, _t_minus_s, gains_words
 
 WIDTH, BATCH = 32, 64
 # Steps per depth: 4 seeds × 3 arms fit the ledger's 45 minutes on two cores
-# (24 blocks at 1250 steps would too; not run yet, so not declared)
-# (a depth-12 step takes ~0.085 s there). A plain depth-12 pilot (seed 0, no
-# other arm run) reached 71.7 / 75.7 / 82.5 / 83.2 % on 5000 test signals after
+# (a depth-12 step takes ~0.085 s there; 24 blocks at 1250 steps would fit too,
+# not run yet, so not declared). A plain depth-12 pilot (seed 0, no other arm
+# run) reached 71.7 / 75.7 / 82.5 / 83.2 % on 5000 test signals after
 # 1000 / 2000 / 3000 / 4000 steps: still rising, not saturated.
 STEPS = {12: 2500}
 SEEDS_NOTE = "paired seeds: each seed fixes the init, dropout and example order of all three arms"
-_TEST_SET = f"{MNIST1D_TEST_EXAMPLES} test signals"
+_SIGNALS = "MNIST-1D signals"
 _SMALL_TEST_EXAMPLES = 200
 
 
@@ -39,15 +41,13 @@ def _judge_depth12(measured: dict) -> str:
 
 
 def _resolution_depth12(measured: dict) -> dict:
-  return resolution_gains(measured, TABLE1_GAINS,
-                          "+0.9 (AttnScale) / +1.1 (FeatScale) points of top-1 (12-layer DeiT-S "
-                          "on ImageNet, Table 1)", MNIST1D_TEST_EXAMPLES, "MNIST-1D signals")
+  return resolution_gains(measured, TABLE1_GAINS, TABLE1_CLAIMED, MNIST1D_TEST_EXAMPLES, _SIGNALS)
 
 
 def _words(depth: int, claimed: str) -> str:
   return (f"MNIST-1D ViTs of {depth} blocks (plain, AttnScale, FeatScale in the equations' form) "
           f"trained on its {MNIST1D_TRAIN_EXAMPLES} training signals, {SEEDS_NOTE}, claimed gains "
-          f"{claimed}. " + gains_words(_TEST_SET))
+          f"{claimed}. " + gains_words(f"{MNIST1D_TEST_EXAMPLES} test signals"))
 
 
 criteria.declare(
@@ -84,15 +84,15 @@ def _run(name: str, depth: int, claim_id: str, gains: dict, claimed: str, seeds,
       print(f"[{name}] {method} seed {seed}: acc {run.test_accuracy:.4f}", flush=True)
   setup = (f"MNIST-1D (`digits_runs.mnist1d`: the mnist1d package's generator, seed 42, "
            f"{len(data.train_labels)} training and {len(data.test_labels)} test signals of 40 "
-           f"samples, as (1, 20, 2) images: 20 tokens of two samples + CLS), ViT depth {depth}, "
-           f"width {width}, 4 heads (`paper000.method_config`: `configs/digits_vit.py`, AdamW lr "
+           f"samples, as {MNIST1D_IMAGE_SHAPE} images: 20 tokens of two samples + CLS), ViT "
+           f"depth {depth}, width {width}, 4 heads (`paper000.method_config`: `configs/digits_vit.py`, AdamW lr "
            f"2e-3, label smoothing 0.1, dropout 0.1), batch {BATCH}, {steps} steps "
            f"({steps * BATCH / len(data.train_labels):.0f} epochs) per method and seed, seeds "
            f"{list(seeds)}, {SEEDS_NOTE}. The paper: DeiT-S on ImageNet, 300 epochs.")
   measured = {"test_accuracy": {m: probes.seeds_table(accuracy[m]) for m in ARMS},
               "test_examples": len(data.test_labels),
               "feat_scale_t_minus_s_per_layer": probes.seeds_table(t_minus_s)}
-  resolution = resolution_gains(measured, gains, claimed, len(data.test_labels), "MNIST-1D signals")
+  resolution = resolution_gains(measured, gains, claimed, len(data.test_labels), _SIGNALS)
   why = _gains_why({m: resolution[m] for m in SCALE_METHODS}, claimed,
                    f"{len(data.test_labels)} test signals")
   return [entry(PAPER, claim_id, setup, measured, {

@@ -274,18 +274,20 @@ class Attention(nn.Module):
     """Path (relative to the module) -> logical axes, of every parameter this
     class may create: its `PARAM_AXES` merged over its bases' (a subclass's
     entry wins)."""
-    merged = {}
-    for klass in reversed(cls.__mro__):
-      merged.update(vars(klass).get("PARAM_AXES", {}))
-    return merged
+    return cls._merged_over_bases("PARAM_AXES")
 
   @classmethod
   def option_ranges(cls) -> dict[str, str]:
     """Every `OPTION_RANGES` entry along the class hierarchy (a subclass's
     entry wins)."""
+    return cls._merged_over_bases("OPTION_RANGES")
+
+  @classmethod
+  def _merged_over_bases(cls, table: str) -> dict:
+    """The class-level dict `table` of every class in the MRO, bases first."""
     merged = {}
     for klass in reversed(cls.__mro__):
-      merged.update(vars(klass).get("OPTION_RANGES", {}))
+      merged.update(vars(klass).get(table, {}))
     return merged
 
   @nn.compact
