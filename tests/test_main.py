@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import types
 
 import pytest
 
@@ -198,6 +199,11 @@ def test_a_failed_dry_run_is_one_message(monkeypatch, exits):
   assert exits == [("error: input.batch_size=100", 1)]
 
 
+# What `main.train` is handed: typed settings (`config_checks.check_config`);
+# a target dry run compiles variants of the ConfigDict they came from.
+_SETTINGS = types.SimpleNamespace(config={})
+
+
 def test_a_refused_step_is_one_line_exit_1_and_its_json_is_written(monkeypatch, exits, tmp_path):
   report = {"fits": False, "hbm_needed_bytes": 3.0, "hbm_available_bytes": 2.0}
 
@@ -207,7 +213,7 @@ def test_a_refused_step_is_one_line_exit_1_and_its_json_is_written(monkeypatch, 
   monkeypatch.setattr(target_dry_run, "target_dry_run", refuse)
   path = tmp_path / "report.json"
   with pytest.raises(_Exited):
-    main.train({}, "/w", dry_run=True, target="v5litepod-16", dry_run_json=str(path))
+    main.train(_SETTINGS, "/w", dry_run=True, target="v5litepod-16", dry_run_json=str(path))
   assert exits == [("error: --target=v5litepod-16: the train step does not fit", 1)]
   assert json.loads(path.read_text()) == report
 
@@ -215,7 +221,7 @@ def test_a_refused_step_is_one_line_exit_1_and_its_json_is_written(monkeypatch, 
 def test_without_libtpu_the_dry_run_says_how_to_get_it(monkeypatch, exits):
   monkeypatch.setattr(tpu_targets, "libtpu_available", lambda: False)
   with pytest.raises(_Exited):
-    main.train({}, "/w", dry_run=True, target="v4-8")
+    main.train(_SETTINGS, "/w", dry_run=True, target="v4-8")
   ((message, code),) = exits
   assert code == 1 and message.startswith("error: --target=v4-8") and "[tpu]" in message
 

@@ -8,7 +8,6 @@ import jax.numpy as jnp
 import pytest
 
 from vit_spectral.attention import get_attention, registered_attentions
-from vit_spectral.models import catalog
 from vit_spectral.option_ranges import check_ranges, in_interval
 
 
@@ -47,6 +46,23 @@ def test_a_module_built_directly_refuses_an_option_out_of_its_range(name, option
   jax.eval_shape(inside.init, jax.random.key(0), jnp.zeros((1, 5, 8)))
 
 
-def test_the_catalogued_ranges_are_the_classes():
-  for name in registered_attentions():
-    assert dict(catalog.FACTS.attention(name).ranges) == get_attention(name).option_ranges(), name
+def test_the_config_checks_read_the_classes_ranges():
+  """`config.model.attention` is checked against the class's own declaration:
+  a range added to a subclass of one's own is enforced by the config checks."""
+  from vit_spectral.attention import register_attention, registry  # pylint: disable=import-outside-toplevel
+  from vit_spectral.models import build  # pylint: disable=import-outside-toplevel
+
+  @register_attention("ranged_test_variant")
+  class _Ranged(get_attention("dot_product")):  # pylint: disable=unused-variable
+    OPTION_RANGES = {"value_output_eps": "(0, 1e-3]"}
+
+  try:
+    assert _Ranged.option_ranges()["value_output_eps"] == "(0, 1e-3]"
+    with pytest.raises(ValueError, match=r"^model.attention.value_output_eps=0.5 must be in "
+                       r"\(0, 1e-3\]$"):
+      build.model_kwargs(dict(variant="Ti/16", attention=dict(name="ranged_test_variant",
+                                                              value_output_eps=0.5)))
+    build.model_kwargs(dict(variant="Ti/16", attention=dict(name="ranged_test_variant",
+                                                            value_output_eps=1e-4)))
+  finally:   # the registry is the process's: leave it as found
+    registry._REGISTRY.pop("ranged_test_variant")  # pylint: disable=protected-access

@@ -1,9 +1,10 @@
-"""The command line answers `--print_config` and every config error without
-JAX, Flax or TensorFlow (an import blocker fails the command if one is
-imported), with one line and no line but ours; every field is settable, the
-attention's and the block's options included; and the checks `--print_config`
-makes (`config_checks.check_config`, from the catalogued facts) are the ones a
-run makes (`run_settings.training_settings`, from the live registries)."""
+"""The command line answers `--print_config` and every config error before a
+JAX backend starts and without the run's libraries (TensorFlow, optax, orbax,
+clu: an import blocker fails the command if one is imported, and a started
+backend is reported), with one line and no line but ours; every field is
+settable, the attention's and the block's options included. The checks read
+the live classes, the one declaration of each option (`config_checks.check_config`
+converts the config once; a run reuses what it made)."""
 
 import json
 import os
@@ -14,16 +15,17 @@ import textwrap
 import pytest
 
 from vit_spectral import main
-from vit_spectral.models import build, model_settings
+from vit_spectral.models import build
 from vit_spectral.training import config_checks, run_settings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="")
-HEAVY = ("jax", "jaxlib", "flax", "optax", "orbax", "tensorflow", "tensorflow_datasets")
+HEAVY = ("optax", "orbax", "tensorflow", "tensorflow_datasets", "clu")
 
-# Runs train.py's command line with an import hook that refuses the heavy
-# libraries: a command that needs one fails with "BLOCKED <name>".
-_BLOCKED_RUN = textwrap.dedent("""
+# Runs a script with an import hook that refuses the run's libraries (a command
+# that needs one fails with "BLOCKED <name>"), writing "BACKEND STARTED" on
+# stderr when a JAX backend is initialised.
+_BLOCKER = textwrap.dedent("""
     import sys
     HEAVY = {heavy!r}
 
@@ -33,21 +35,28 @@ _BLOCKED_RUN = textwrap.dedent("""
           raise ImportError("BLOCKED " + name)
         return None
 
+    def no_backend(backend):
+      sys.stderr.write("BACKEND STARTED\\n")
+
+    from jax._src import xla_bridge
+    xla_bridge.register_backend_initialization_hook(no_backend)
     sys.meta_path.insert(0, Blocker())
+""").format(heavy=HEAVY)
+_BLOCKED_RUN = _BLOCKER + textwrap.dedent("""
     sys.argv = ["train.py", *sys.argv[1:]]
     from vit_spectral import main
     main.run()
-""").format(heavy=HEAVY)
+""")
 
 
-def _command(*args):
-  return subprocess.run([sys.executable, "-c", _BLOCKED_RUN, *args], cwd=ROOT, env=ENV,
-                        capture_output=True, text=True, timeout=120, check=False)
+def _command(*args, script=_BLOCKED_RUN):
+  return subprocess.run([sys.executable, "-c", script, *args], cwd=ROOT, env=ENV,
+                        capture_output=True, text=True, timeout=300, check=False)
 
 
-# Mistakes that once passed `--print_config` and failed a run only after JAX had
-# loaded (a width the heads do not divide, an option out of its range), or
-# were ignored (a model name of another class than the recipe's).
+# Mistakes that once passed `--print_config` and failed a run only once its
+# backend had started (a width the heads do not divide, an option out of its
+# range), or were ignored (a model name of another class than the recipe's).
 _REFUSED_BEFORE_JAX = [
     (["--config.model.hidden_size=30", "--config.model.num_heads=4"],
      r"^error: model.hidden_size=30 is not divisible by model.num_heads=4$"),
@@ -59,7 +68,7 @@ _REFUSED_BEFORE_JAX = [
 ]
 
 
-def test_print_config_needs_no_heavy_library_and_prints_only_the_config():
+def test_print_config_starts_no_backend_and_prints_only_the_config():
   result = _command("--config=digits_vit", "--config.model.block.feat_scale=True",
                     "--config.model.attention.name=hopfield",
                     "--config.model.attention.alpha=0.25", "--print_config")
@@ -90,7 +99,7 @@ def test_print_config_needs_no_heavy_library_and_prints_only_the_config():
      r"^error: optim.warmup_steps=5000 plus optim.cooldown_steps=0 must be smaller"),
     *_REFUSED_BEFORE_JAX,
 ])
-def test_a_config_error_is_one_line_without_a_heavy_library(args, message):
+def test_a_config_error_is_one_line_before_a_backend_starts(args, message):
   result = _command("--config=digits_vit", *args, "--print_config")
   assert result.returncode == main.USAGE_EXIT_CODE, result.stderr[-2000:]
   assert result.stdout == ""
@@ -131,33 +140,50 @@ def test_nested_options_are_set_with_their_types_and_reach_the_model():
                              "--config.model.attention.alpha=big"])
 
 
-# Bad model sections: the command line's checks (catalogued facts) and a run's
-# (live registries) must reject each with the same message.
+# Bad model sections: each refused by the one conversion (`check_config`)
+# with one line that names the field.
 _BAD_MODELS = [
-    dict(variant="S/17"),
-    dict(attention=dict(name="attnscale")),
-    dict(attention=dict(name="attn_scale", scal=1.0)),
-    dict(block=dict(featscale=True)),
-    dict(block=dict(block_order="lipsformer")),
-    dict(block=dict(attention_residual="replace")),
-    dict(block=dict(mlp_activation="gelu_tan")),
-    dict(block=dict(extra_depthwise_branch=True)),
-    dict(norm="layer_nrom"),
-    dict(kernel_init="xavier"),
-    dict(dtype="bf16"),
-    dict(encoder_mode="scanned"),
-    dict(encoder_unroll=2, encoder_mode="loop"),
-    dict(attention=dict(name="class_attention")),
-    dict(mlp_dim=0),
-    dict(nonsense=1),
-    dict(layer_overrides=({"layers": "0-1", "block": {"feat_scal": True}},)),
-    dict(attention=dict(name="hopfield", alpha=-3.0)),
-    dict(attention=dict(name="cosine", epsilon=0.0)),
+    (dict(variant="S/17"), r"^model.variant='S/17' is not a registered model name \(did you "
+                           r"mean 'S/16'\?\)"),
+    (dict(attention=dict(name="attnscale")), r"^model.attention.name='attnscale' is not a "
+                                             r"registered attention variant"),
+    (dict(attention=dict(name="attn_scale", scal=1.0)),
+     r"^model.attention has unknown options \['scal'\]; AttnScaleAttention"),
+    (dict(block=dict(featscale=True)), r"^model.block has unknown options \['featscale'\] "
+                                       r"\(did you mean 'feat_scale'\?\)"),
+    (dict(block=dict(block_order="lipsformer")), r"^model.block.block_order='lipsformer' needs "
+                                                 r"model.block.residual_alpha"),
+    (dict(block=dict(attention_residual="replace")),
+     r"^model.block.attention_residual='replace' needs .*DotProductAttention has none"),
+    (dict(block=dict(mlp_activation="gelu_tan")),
+     r"^model.block.mlp_activation='gelu_tan' \(did you mean 'gelu_tanh'\?\)"),
+    (dict(block=dict(extra_depthwise_branch=True)),
+     r"^model.block.extra_depthwise_branch=True .* needs model.block.conv_block=True"),
+    (dict(norm="layer_nrom"), r"^model.norm='layer_nrom' is not a registered norm \(did you "
+                              r"mean 'layer_norm'\?\)"),
+    (dict(kernel_init="xavier"), r"^model.kernel_init='xavier' is not a registered initializer"),
+    (dict(dtype="bf16"), r"^model.dtype='bf16' \(did you mean 'bfloat16'\?\); choose one of"),
+    (dict(encoder_mode="scanned"), r"^model.encoder_mode='scanned' \(did you mean 'scan'\?\)"),
+    (dict(encoder_unroll=2, encoder_mode="loop"),
+     r"^model.encoder_unroll=2 applies to model.encoder_mode='scan' only"),
+    (dict(attention=dict(name="class_attention")),
+     r"^model.attention.name='class_attention' updates the class token only"),
+    (dict(mlp_dim=0), r"^model.mlp_dim=0 must be a positive integer$"),
+    (dict(nonsense=1), r"^config.model has unknown options \['nonsense'\]; ViT accepts"),
+    (dict(layer_overrides=({"start": 0, "stop": 1, "block": {"feat_scal": True}},)),
+     r"^model.layer_overrides\[0\].block has unknown options \['feat_scal'\] \(did you mean "
+     r"'feat_scale'\?\)"),
+    (dict(layer_overrides=({"layers": "0-1"},)),
+     r"^model.layer_overrides\[0\] has unknown keys \['layers'\]"),
+    (dict(attention=dict(name="hopfield", alpha=-3.0)),
+     r"^model.attention.alpha=-3.0 must be in \[0, 1\]$"),
+    (dict(attention=dict(name="cosine", epsilon=0.0)),
+     r"^model.attention.epsilon=0.0 must be in \(0, inf\)$"),
 ]
 
 
-@pytest.mark.parametrize("changes", _BAD_MODELS, ids=str)
-def test_print_config_and_a_run_reject_a_bad_model_alike(changes):
+@pytest.mark.parametrize("changes,message", _BAD_MODELS, ids=str)
+def test_a_bad_model_is_refused_with_one_line_naming_the_field(changes, message):
   from vit_spectral.configs import digits_vit  # pylint: disable=import-outside-toplevel
   config = digits_vit.get_config()
   model = config.model.to_dict()
@@ -168,34 +194,29 @@ def test_print_config_and_a_run_reject_a_bad_model_alike(changes):
       model[key] = value
   with config.unlocked():
     config.model = model
-  with pytest.raises(ValueError) as quick:
+  with pytest.raises(ValueError) as refused:
     config_checks.check_config(config)
-  with pytest.raises(ValueError) as live:
-    run_settings.training_settings(config)
-  assert str(quick.value) == str(live.value)
+  assert len(str(refused.value).splitlines()) == 1
+  assert __import__("re").search(message, str(refused.value)), str(refused.value)
 
 
-def test_a_good_config_passes_both_and_the_plan_matches_the_specs():
+def test_a_good_config_is_converted_once_and_handed_on_typed():
   from vit_spectral.configs import digits_swin  # pylint: disable=import-outside-toplevel
   config = digits_swin.get_config()
-  plan = config_checks.check_config(config).model
-  spec = run_settings.training_settings(config).model
-  assert plan.class_name == spec.model_class.__name__
-  assert dict(plan.model) == {k: v for k, v in spec.fields.items()
-                              if k not in ("block", "encoder")}
-  assert plan.encoder == spec.fields["encoder"]
-  block = spec.fields["block"].as_dict()
-  for field in spec.fields["block"].SET_BY_RUN:   # the run's (its backend), not the config's
-    assert block.pop(field) is None
-  for field in ("dtype", "param_dtype"):
-    block[field] = build.dtype_name(block[field])
-  assert dict(plan.block) == block
+  settings = config_checks.check_config(config)
+  assert isinstance(settings.model, build.ModelSpec)
+  assert settings.model.model_class.__name__ == "Swin" and settings.config is config
+  # Typed settings pass through: nothing is converted a second time.
+  assert config_checks.check_config(settings) is settings
+  # The spec holds what a run builds: the recipe's fields, the block's dtypes as dtypes.
+  assert settings.model.fields["depths"] == tuple(config.model.depths)
+  assert build.dtype_name(settings.model.fields["block"].dtype) == config.model.dtype
 
 
 def test_the_model_section_names_the_nearest_option():
   with pytest.raises(ValueError, match=r"model.block has unknown options \['featscale'\] "
                      r"\(did you mean 'feat_scale'\?\)"):
-    model_settings.model_plan(dict(variant="Ti/16", block=dict(featscale=True)))
+    build.model_kwargs(dict(variant="Ti/16", block=dict(featscale=True)))
 
 
 @pytest.mark.parametrize("recipe,changes", [
@@ -213,10 +234,11 @@ def test_the_model_section_names_the_nearest_option():
     ("digits_swin", dict(embed_dim=30, num_heads=(4, 4))),
     ("digits_cswin", dict(hidden_size=30, num_heads=(4, 4))),
 ], ids=str)
-def test_the_model_class_checks_run_without_jax_as_the_traced_init_does(recipe, changes):
-  """`check_config` runs the class's own checks (`models.model_checks`) on the
-  input's image size; the run's abstract init (`validate_model`) runs the
-  same functions from inside the module, and fails with the same line."""
+def test_the_model_class_checks_run_untraced_as_the_traced_init_does(recipe, changes):
+  """`check_config` runs the class's own checks (`Backbone.check_options`, on
+  the unbound module) on the input's image size; the run's abstract init
+  (`validate_model`) runs the same method from inside the module, and fails
+  with the same line."""
   import importlib  # pylint: disable=import-outside-toplevel
   config = importlib.import_module(f"vit_spectral.configs.{recipe}").get_config()
   model = config.model.to_dict()
@@ -226,29 +248,37 @@ def test_the_model_class_checks_run_without_jax_as_the_traced_init_does(recipe, 
     config.model = model
   with pytest.raises(ValueError) as quick:
     config_checks.check_config(config)
-  sections = run_settings.training_settings(config)
+  sections = run_settings.training_settings(config)   # the conversion alone passes
   with pytest.raises(ValueError) as traced:
     config_checks.validate_model(sections.model, sections.input.image_size,
                                  len(sections.input.mean))
   assert str(quick.value) == str(traced.value)
 
 
-def test_every_recipe_prints_checked_without_a_heavy_library():
-  """Each shipped recipe's --print_config, in one process per recipe, with the
-  heavy libraries blocked."""
+_EVERY_RECIPE = _BLOCKER + textwrap.dedent("""
+    import json
+    from vit_spectral import configs, main
+    from vit_spectral.training import config_checks
+    for name in configs.recipe_names():
+      config = main.parse_command_line(["train.py", "--config=" + name]).config.value
+      config_checks.check_config(config)
+      json.loads(config.to_json_best_effort())
+      print(name, flush=True)
+""")
+
+
+def test_every_recipe_prints_checked_before_a_backend_starts():
+  """Each shipped recipe parsed, checked and printed as `--print_config`
+  does, in one process with the run's libraries blocked."""
   from vit_spectral import configs  # pylint: disable=import-outside-toplevel
-  failed = {}
-  for name in configs.recipe_names():
-    result = _command(f"--config={name}", "--print_config")
-    if result.returncode or result.stderr:
-      failed[name] = result.stderr.strip().splitlines()[-1:]
-    else:
-      json.loads(result.stdout)
-  assert not failed, failed
+  result = _command(script=_EVERY_RECIPE)
+  assert result.returncode == 0 and result.stderr == "", result.stderr[-2000:]
+  assert result.stdout.split() == list(configs.recipe_names())
 
 
 @pytest.mark.parametrize("args,message", _REFUSED_BEFORE_JAX, ids=str)
-def test_a_run_refuses_what_print_config_refuses_before_jax_loads(args, message, tmp_path):
+def test_a_run_refuses_what_print_config_refuses_before_a_backend_starts(args, message,
+                                                                        tmp_path):
   result = _command("--config=digits_vit", *args, f"--workdir={tmp_path / 'run'}")
   assert result.returncode == main.USAGE_EXIT_CODE, result.stderr[-2000:]
   lines = result.stderr.splitlines()
@@ -258,20 +288,17 @@ def test_a_run_refuses_what_print_config_refuses_before_jax_loads(args, message,
 
 
 def test_a_model_name_on_the_command_line_builds_that_model():
-  def plan(*overrides):
+  def spec(*overrides):
     config = main.parse_command_line(["train.py", "--config=digits_vit", *overrides]).config.value
-    return config_checks.check_config(config).model, run_settings.training_settings(config).model
+    return config_checks.check_config(config).model
 
-  quick, live = plan("--config.model.variant=Ti/2")
-  assert quick.model["hidden_size"] == live.fields["hidden_size"] == 192
-  assert quick.model["depth"] == live.fields["depth"] == 12
-  assert quick.block["num_heads"] == live.fields["block"].num_heads == 3
-  assert quick.model["patch_size"] == 2
+  fields = spec("--config.model.variant=Ti/2").fields
+  assert (fields["hidden_size"], fields["depth"], fields["patch_size"]) == (192, 12, 2)
+  assert fields["block"].num_heads == 3
   # A field set on the same command line wins over the name's; the recipe's
   # block options stay.
-  quick, live = plan("--config.model.variant=Ti/2", "--config.model.depth=3")
-  assert quick.model["depth"] == live.fields["depth"] == 3
-  assert quick.model["hidden_size"] == 192
+  fields = spec("--config.model.variant=Ti/2", "--config.model.depth=3").fields
+  assert (fields["hidden_size"], fields["depth"]) == (192, 3)
   # A name whose patches do not fit the recipe's images: refused, saying why.
   with pytest.raises(ValueError, match=r"^model.patch_size=16 does not divide the image size 8x8$"):
-    plan("--config.model.variant=S/16")
+    spec("--config.model.variant=S/16")

@@ -16,18 +16,21 @@ changes (`model.attention` is `{'name': ...}` plus the options it sets,
                                                  replace the recipe's, except
                                                  those set on the command line)
 
-A value is read as the field's type (an option's type from the registries'
-facts, `models.catalog`); a bare `--config.a.b` is True and `--noconfig.a.b`
+A value is read as the field's type (an option's type from its class:
+`Attention.config_options`, `BlockSpec`'s annotations); a bare `--config.a.b` is True and `--noconfig.a.b`
 False. A mistake raises `OverrideError`, one line naming the flag, the
 nearest valid name and the valid ones. The last override of a field wins.
 
-This module imports neither JAX nor TensorFlow.
+An option's type is read from the live classes (importing JAX and Flax,
+about a second, when an override needs one); no JAX backend starts and no
+TensorFlow is imported.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+import typing
 from typing import Any, Sequence
 
 from absl import flags
@@ -35,6 +38,7 @@ from ml_collections import config_dict
 from ml_collections.config_flags import tuple_parser
 
 from vit_spectral.names import did_you_mean
+from vit_spectral.settings import scalar_type
 
 __all__ = ["OverrideError", "apply_overrides", "split_overrides"]
 
@@ -42,7 +46,6 @@ __all__ = ["OverrideError", "apply_overrides", "split_overrides"]
 OVERRIDE = re.compile(r"^--?(?P<no>no)?config\.(?P<path>[^=]+)(?:=(?P<value>.*))?$", re.S)
 _PARSERS = {int: flags.IntegerParser(), float: flags.FloatParser(),
             bool: flags.BooleanParser(), tuple: tuple_parser.TupleParser()}
-_TYPES = {"int": int, "float": float, "bool": bool, "str": str, "tuple": tuple}
 TYPE_NAMES = {int: "an int", float: "a float", bool: "true or false", str: "a string",
               tuple: "a tuple, e.g. '(1, 2)'",
               config_dict.ConfigDict: "a dict, e.g. \"{'a': 1}\""}
@@ -98,14 +101,14 @@ def _take_variant(config: config_dict.ConfigDict, recipe_variant: str | None,
   """`--config.model.variant=NAME`: the fields NAME defines replace the
   recipe's (set to None, so the model plan fills them in from NAME), except
   those the command line sets itself; "block" and "attention" keep the
-  recipe's options over NAME's (`model_settings.merge_variant`)."""
-  from vit_spectral.models import catalog  # pylint: disable=import-outside-toplevel
+  recipe's options over NAME's (`models.build.merge_variant`)."""
+  from vit_spectral.models.build import model_class, model_entry  # pylint: disable=import-outside-toplevel
   name = config.model.variant
   try:
-    class_name, fields = catalog.variant_entry(name)
+    cls, fields = model_entry(name)
   except ValueError as e:
     raise OverrideError(str(e)) from None
-  recipe_class = catalog.model_class_name(recipe_variant)
+  class_name, recipe_class = cls.__name__, model_class(recipe_variant).__name__
   if class_name != recipe_class:
     raise OverrideError(
         f"--config.model.variant={name}: {name} is a {class_name} and this recipe's model a "
@@ -124,11 +127,11 @@ def _recipes_of(class_name: str) -> list[str]:
   import importlib
 
   from vit_spectral.configs import recipe_names
-  from vit_spectral.models import catalog
+  from vit_spectral.models.build import model_class
   found = []
   for recipe in recipe_names():
     model = importlib.import_module(f"vit_spectral.configs.{recipe}").get_config().model
-    if catalog.model_class_name(model.get("variant")) == class_name:
+    if model_class(model.get("variant")).__name__ == class_name:
       found.append(f"--config={recipe}")
   return found
 
@@ -192,7 +195,7 @@ def _locate(config, path: str, overrides) -> tuple[Any, str, Any]:
   if options is None or field not in options[1]:
     valid = sorted({*section.keys(), *(options[1] if options else ())})
     _unknown(path, where, field, valid, options[0] if options else "")
-  return section, field, _TYPES.get(options[1][field])
+  return section, field, _kind(options[1][field])
 
 
 def _unknown(path: str, where: str, part: str, fields: list[str], owner: str = "") -> None:
@@ -219,29 +222,38 @@ def _final(config, path: str, overrides) -> Any:
   return value
 
 
-def _nested_options(config, parts: list[str], overrides) -> tuple[str, dict[str, str]] | None:
-  """(owner, option -> type name) that `model.attention` or `model.block` may
-  hold, or None for another section."""
-  from vit_spectral.models import catalog  # pylint: disable=import-outside-toplevel
+def _nested_options(config, parts: list[str], overrides) -> tuple[str, dict[str, Any]] | None:
+  """(owner, option -> type) that `model.attention` or `model.block` may hold
+  (the attention class's `config_options`, the block options of the model
+  class), or None for another section."""
+  # pylint: disable=import-outside-toplevel
+  from vit_spectral.attention import get_attention
+  from vit_spectral.models.build import block_options, model_class
+  from vit_spectral.models.specs import BlockSpec
   if parts[:-1] == ["model", "attention"]:
     name = _final(config, "model.attention.name", overrides) or "dot_product"
     try:
-      facts = catalog.FACTS.attention(name)
+      cls = get_attention(name)
     except ValueError as e:
       raise OverrideError(f"--config.{'.'.join(parts)}: {e}") from None
-    return f"name, and the options of {facts.class_name}", dict(facts.options, name="str")
+    return f"name, and the options of {cls.__name__}", dict(cls.config_options(), name=str)
   if parts[:-1] == ["model", "block"]:
     try:
-      class_name = catalog.model_class_name(_final(config, "model.variant", overrides))
+      cls = model_class(_final(config, "model.variant", overrides))
     except ValueError as e:
       raise OverrideError(f"--config.{'.'.join(parts)}: {e}") from None
-    spec = catalog.block_spec_fields()
-    return (f"the block options of the {class_name}",
-            {name: spec[name]["type"] for name in catalog.model_facts(class_name)["block_options"]})
+    hints = typing.get_type_hints(BlockSpec)
+    return (f"the block options of the {cls.__name__}",
+            {name: scalar_type(hints[name]) for name in block_options(cls)})
   return None
+
+
+def _kind(hint: Any) -> Any:
+  """An option's type as `_parse` reads it (None: the text as it is)."""
+  return None if hint is Any else hint
 
 
 def _nested_type(config, parts: list[str], overrides) -> Any:
   """The type of an option that holds None (its declared type), or None."""
   options = _nested_options(config, parts, overrides)
-  return _TYPES.get(options[1].get(parts[-1])) if options else None
+  return _kind(options[1].get(parts[-1], Any)) if options else None

@@ -355,9 +355,11 @@ def _write_json(path: str | None, report: dict[str, Any]) -> None:
       json.dump(report, f, indent=2, sort_keys=True, default=str)
 
 
-def run_dry_run(config, target: str | None = None, json_path: str | None = None) -> None:
-  """`--dry_run` on the devices present, or with `target` for a TPU slice or GPU host
-  (`training.target_dry_run`); prints the report and writes it to `json_path`.
+def run_dry_run(settings, target: str | None = None, json_path: str | None = None) -> None:
+  """`--dry_run` of the typed `settings` (`config_checks.check_config`) on the
+  devices present, or with `target` for a TPU slice or GPU host
+  (`training.target_dry_run`, which converts each variant of the config it
+  tries); prints the report and writes it to `json_path`.
 
   Raises:
     errors.RunError: as the dry runs (a refused step: `HbmExceededError`,
@@ -365,13 +367,13 @@ def run_dry_run(config, target: str | None = None, json_path: str | None = None)
   """
   if target is None:
     from vit_spectral.training import dry_run as dry_run_lib  # pylint: disable=import-outside-toplevel
-    report = dry_run_lib.dry_run(config)
+    report = dry_run_lib.dry_run(settings)
     print(report.summary())
     _write_json(json_path, dataclasses.asdict(report))
     return
   from vit_spectral.training import target_dry_run as tdr  # pylint: disable=import-outside-toplevel
   try:
-    report = tdr.target_dry_run(config, target)
+    report = tdr.target_dry_run(settings.config, target)
   except tdr.HbmExceededError as e:
     _write_json(json_path, e.report)
     raise
@@ -379,17 +381,18 @@ def run_dry_run(config, target: str | None = None, json_path: str | None = None)
   _write_json(json_path, report.to_json())
 
 
-def train(config, workdir: str, dry_run: bool = False, target: str | None = None,
+def train(settings, workdir: str, dry_run: bool = False, target: str | None = None,
           dry_run_json: str | None = None) -> None:
-  """Trains `config` in `workdir` (or dry-runs it, for `target` where given);
+  """Trains the typed `settings` (`config_checks.check_config`) in `workdir`
+  (or dry-runs them, for `target` where given);
   a failure is reported by `failure_message` and exits with
   FAILURE_EXIT_CODE."""
   from vit_spectral.training import trainer  # pylint: disable=import-outside-toplevel
   try:
     if dry_run:
-      run_dry_run(config, target, dry_run_json)
+      run_dry_run(settings, target, dry_run_json)
       return
-    metrics = trainer.train_and_evaluate(config, workdir)
+    metrics = trainer.train_and_evaluate(settings, workdir)
     logging.info("final: %s", metrics)
   except errors.RunPreempted as stop:  # saved: the launchers rerun on this code
     from vit_spectral.training import preemption  # pylint: disable=import-outside-toplevel
@@ -413,11 +416,11 @@ def main(argv):
       tdr.parse_target(_FLAGS.target.value)
     except tdr.tpu_targets.UnknownTargetError as e:
       _exit_now(f"error: {e}", USAGE_EXIT_CODE)
-  # Every check a run makes that needs neither JAX nor the devices, before
-  # either is imported: a config error is one line in well under a second.
+  # The config converted once, with every check a run makes that needs no
+  # device, before a JAX backend starts: a config error is one line.
   from vit_spectral.training import config_checks  # pylint: disable=import-outside-toplevel
   try:
-    config_checks.check_config(config)
+    settings = config_checks.check_config(config)
   except ValueError as e:
     _exit_now(f"error: {_first_line(e)}", USAGE_EXIT_CODE)
   if _FLAGS.print_config.value:  # as the workdir's config.json records it
@@ -446,7 +449,7 @@ def main(argv):
   logging.info("JAX process %d of %d, %d local devices: %s", jax.process_index(),
                jax.process_count(), jax.local_device_count(), jax.devices())
   workdir = _FLAGS.workdir.value or os.path.join("workdir", config_name())
-  train(config, workdir, dry_run=_FLAGS.dry_run.value, target=_FLAGS.target.value,
+  train(settings, workdir, dry_run=_FLAGS.dry_run.value, target=_FLAGS.target.value,
         dry_run_json=_FLAGS.dry_run_json.value)
 
 

@@ -1,9 +1,9 @@
 """The interval an option's value must lie in, declared once as text.
 
 A class declares `OPTION_RANGES = {"alpha": "[0, 1]", "epsilon": "(0, inf)"}`;
-the class checks its fields with `check_ranges` when called, and the command
-line checks `config.model.attention` with the same function and the same
-declaration (kept in `models/catalog.json`) before JAX is imported.
+the class checks its fields with `check_ranges` when called, and the config
+checks read the same declaration (`Attention.option_ranges`) for
+`config.model.attention`, before a JAX backend starts.
 """
 
 from __future__ import annotations

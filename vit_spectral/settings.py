@@ -29,6 +29,8 @@ from typing import Any, Iterable, Mapping, TypeVar
 import ml_collections
 from ml_collections import config_dict
 
+from vit_spectral.names import did_you_mean
+
 T = TypeVar("T")
 
 
@@ -39,9 +41,13 @@ def require(condition: bool, message: str) -> None:
 
 
 def check_choice(value: Any, choices: Iterable[Any], field: str) -> None:
-  """`field`'s value must be one of `choices`; the error lists them."""
+  """`field`'s value must be one of `choices`; the error names the nearest
+  and lists them all."""
   choices = list(choices)
-  require(value in choices, f"{field}={value!r}; choose one of {choices}")
+  if value not in choices:
+    names = [str(c) for c in choices]
+    raise ValueError(f"{field}={value!r}{did_you_mean(str(value), names)}; choose one "
+                     f"of {choices}")
 
 
 def check_range(value: float, field: str, low: float | None = None,
@@ -103,6 +109,16 @@ def as_settings(cls: type[T], value: Any) -> T:
   """`value` if it already is a `cls`, else `from_config(cls, value)`: lets a
   function accept the typed section or its ConfigDict, converted once."""
   return value if isinstance(value, cls) else from_config(cls, value)
+
+
+def scalar_type(hint: Any) -> Any:
+  """The type a config value of annotation `hint` is read as: int, float,
+  bool, str or tuple (`X | None` -> X's), else Any."""
+  args = [a for a in typing.get_args(hint) if a is not type(None)]
+  if type(None) in typing.get_args(hint) and len(args) == 1:
+    hint = args[0]
+  hint = typing.get_origin(hint) or hint
+  return hint if hint in (int, float, bool, str, tuple) else Any
 
 
 def _placeholder_type(annotation: Any) -> type | None:

@@ -211,7 +211,7 @@ def test_a_plain_block_with_a_carried_state_raises_and_names_the_carry_form():
 
 def test_return_state_is_no_attention_option_of_a_block():
   # The block carries the state on itself: the spec's checks refuse the option
-  # (spec_checks.ATTENTION_FIELDS_SET_BY_BLOCK).
+  # (`Attention.SET_BY_BLOCK`).
   with pytest.raises(ValueError, match="return_state"):
     spec = BlockSpec(num_heads=HEADS, mlp_dim=MLP, attention_kwargs=dict(return_state=False))
     Block(spec).init(jax.random.key(0), inputs())

@@ -118,6 +118,8 @@ parameters, the numbers of before.
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from typing import Any, ClassVar, Mapping
 
 import flax.linen as nn
@@ -129,8 +131,8 @@ from vit_spectral.attention.fused import fused_attention
 from vit_spectral.layers.grid_conv import GridConv
 from vit_spectral.layers.initializers import get_initializer
 from vit_spectral.layers.windows import relative_position_index
-from vit_spectral.head_width import head_width
 from vit_spectral.option_ranges import check_ranges
+from vit_spectral.settings import scalar_type
 
 # Added to masked logits instead of -inf so fully masked rows stay finite.
 _MASK_VALUE = -1e30
@@ -235,11 +237,15 @@ class Attention(nn.Module):
       "relative_position_bias_table": (None, "heads"),
   }
   # Option -> the interval its value must lie in ("[0, 1]", "(0, inf)"): checked
-  # when called and, from `models/catalog.json`, by the command line
-  # (`option_ranges.check_ranges`). A subclass's entries add to its bases'.
+  # when called and by the config checks (`option_ranges.check_ranges`). A
+  # subclass's entries add to its bases'.
   OPTION_RANGES: ClassVar[Mapping[str, str]] = {}
   LOGGED_PARAMS: ClassVar[Mapping[str, str]] = {}
   LOGGED_SOWN: ClassVar[Mapping[str, str]] = {}
+  # The fields every Block sets itself: the others are `model.attention` options.
+  SET_BY_BLOCK: ClassVar[tuple[str, ...]] = (
+      "num_heads", "dropout_rate", "deterministic", "kernel_init", "grid_size",
+      "num_prefix_tokens", "dtype", "param_dtype", "return_state", "platform")
 
   num_heads: int
   head_dim: int | None = None
@@ -281,6 +287,15 @@ class Attention(nn.Module):
     """Every `OPTION_RANGES` entry along the class hierarchy (a subclass's
     entry wins)."""
     return cls._merged_over_bases("OPTION_RANGES")
+
+  @classmethod
+  def config_options(cls) -> dict[str, Any]:
+    """Option -> its type (int, float, bool, str, tuple; `X | None` gives X;
+    Any where none of these): the fields a config sets in `model.attention`,
+    every field but Flax's and `SET_BY_BLOCK`."""
+    hints = typing.get_type_hints(cls)
+    return {f.name: scalar_type(hints.get(f.name, Any)) for f in dataclasses.fields(cls)
+            if f.name not in ("parent", "name", *cls.SET_BY_BLOCK)}
 
   @classmethod
   def _merged_over_bases(cls, table: str) -> dict:
@@ -489,8 +504,24 @@ class Attention(nn.Module):
     return None if self.supports_fused else f"{type(self).__name__} has no fused path"
 
   def resolved_head_dim(self, width: int) -> int:
-    """Dh on a `width`-wide input (`head_width.head_width`)."""
-    return head_width(width, self.num_heads, self.head_dim, self.full_width_heads)
+    """Dh on a `width`-wide input: `head_dim` when set, `width` with
+    `full_width_heads`, else width / num_heads. The config checks call it on
+    an unbound module (`models.backbone.check_heads`).
+
+    Raises:
+      ValueError: both head_dim and full_width_heads are set, or width is not
+        divisible by num_heads.
+    """
+    if self.head_dim is not None and self.full_width_heads:
+      raise ValueError("model.attention sets both head_dim and full_width_heads; choose one")
+    if self.head_dim is not None:
+      return self.head_dim
+    if self.full_width_heads:
+      return width
+    if width % self.num_heads:
+      raise ValueError(f"model.hidden_size={width} is not divisible by "
+                       f"model.num_heads={self.num_heads}")
+    return width // self.num_heads
 
   def dense_heads(self, x, name: str, use_bias: bool):
     """x: (B, T, D) -> (B, T, H, Dh), one projection."""

@@ -19,7 +19,7 @@ from vit_spectral.names import did_you_mean
 from vit_spectral.data import augment_settings as randaugment_lib
 from vit_spectral.data.statistics import dataset_statistics
 from vit_spectral.data.input_settings import InputSettings
-from vit_spectral.models import model_settings
+from vit_spectral.models import build
 from vit_spectral.training.init_from_settings import init_from_config
 from vit_spectral.training.mix_settings import MixSettings
 from vit_spectral.training.optim_settings import OptimSettings
@@ -102,8 +102,8 @@ def epoch_cadences(config: ml_collections.ConfigDict, epochs: float, *,
 
 def model_config(variant: str | None = None, **fields) -> ml_collections.ConfigDict:
   """The `config.model` block read by `vit_spectral.models.build_model`, at
-  the ViT's defaults (`vit_spectral.models.model_settings.model_config`)."""
-  return model_settings.model_config(variant=variant, **fields)
+  the model class's defaults (`vit_spectral.models.build.model_config`)."""
+  return build.model_config(variant=variant, **fields)
 
 
 def optim_config(name: str = "adamw", **fields) -> ml_collections.ConfigDict:

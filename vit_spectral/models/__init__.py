@@ -3,8 +3,7 @@ their registered names, the block and encoder specs, the parameter layouts and
 pretrained checkpoints in (timm, big_vision).
 
 Names are imported from their modules on first use (`lazy_exports`): `import
-vit_spectral.models` imports neither JAX nor Flax, so the command line reads
-`models.variants` and `models.model_settings` quickly. The registry of model
+vit_spectral.models` imports neither JAX nor Flax. The registry of model
 names imports the family modules when first read
 (`models.backbone.registered_model_names`).
 """

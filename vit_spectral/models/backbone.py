@@ -30,10 +30,11 @@ from vit_spectral.names import did_you_mean
 from vit_spectral.models.specs import BlockSpec, EncoderSpec
 
 __all__ = ["Backbone", "ClassifierHead", "IsotropicBackbone", "POOLINGS", "StagedBackbone",
-           "model_entry", "register_models", "registered_model_names"]
+           "check_bools", "check_heads", "check_patches", "check_positive", "model_entry",
+           "register_models", "registered_model_names"]
 
-# The head's poolings (JAX-free: `models.model_checks`).
-from vit_spectral.models.model_checks import POOLINGS  # noqa: E402
+# The classifier head's pooling (every backbone).
+POOLINGS = ("cls", "mean")
 
 # name -> (model class, its fields in config.model form).
 _MODELS: dict[str, tuple[type, dict[str, Any]]] = {}
@@ -76,6 +77,37 @@ def model_entry(name: str) -> tuple[type, dict[str, Any]]:
                      f"{did_you_mean(name, _MODELS)}; choose one of {sorted(_MODELS)}")
   cls, fields = _MODELS[name]
   return cls, {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in fields.items()}
+
+
+def check_positive(model: Any, *fields: str) -> None:
+  """Each named field of `model` (an int, or a sequence of ints) must be positive."""
+  for field in fields:
+    value = getattr(model, field)
+    values = value if isinstance(value, Sequence) else (value,)
+    if not values or min(values) <= 0:
+      raise ValueError(f"model.{field}={value} must be positive")
+
+
+def check_bools(model: Any, *fields: str) -> None:
+  for field in fields:
+    if not isinstance(getattr(model, field), bool):
+      raise ValueError(f"model.{field}={getattr(model, field)!r} must be True or False")
+
+
+def check_heads(block: BlockSpec, widths: Sequence[int], heads: Sequence[int | None]) -> None:
+  """Every (token width, head count) splits into heads as the block's
+  attention says (`Attention.resolved_head_dim`)."""
+  attention = block.attention_class
+  for width, num_heads in zip(widths, heads):
+    if num_heads is not None:
+      attention(num_heads=num_heads, parent=None,  # detached: checked, never called
+                **block.attention_kwargs).resolved_head_dim(width)
+
+
+def check_patches(patch_size: int, height: int, width: int) -> None:
+  if height % patch_size or width % patch_size:
+    raise ValueError(f"model.patch_size={patch_size} does not divide the "
+                     f"image size {height}x{width}")
 
 
 class ClassifierHead(nn.Module):
@@ -134,6 +166,13 @@ class Backbone(nn.Module):
   block: BlockSpec = dataclasses.field(default=BlockSpec(), kw_only=True)
   encoder: EncoderSpec = dataclasses.field(default=EncoderSpec(), kw_only=True)
 
+  def check_options(self, height: int, width: int) -> None:
+    """Raises ValueError naming the field for settings this model cannot run
+    on a height × width image. Each model calls it first; the config checks
+    call it on the unbound module (`training.config_checks.check_config`).
+    A model of one's own may leave it: its traced init checks the rest."""
+    del height, width
+
   def classify(self, tokens, pooling: str = "mean"):
     """tokens (B, T, D) -> logits through the shared `ClassifierHead` "head"."""
     return ClassifierHead(self.num_classes, pooling, param_dtype=self.block.param_dtype,
@@ -181,6 +220,15 @@ class StagedBackbone(Backbone):
   num_heads: tuple[int, ...] = dataclasses.field(kw_only=True)
   mlp_ratio: float = dataclasses.field(default=4.0, kw_only=True)
   patch_size: int = dataclasses.field(default=4, kw_only=True)
+
+  def check_stages(self, *per_stage: str) -> None:
+    """depths, num_heads and each field of `per_stage` have one positive entry per stage."""
+    stages = len(self.depths)
+    for field in ("num_heads", *per_stage):
+      if len(getattr(self, field)) != stages:
+        raise ValueError(f"model.{field}={tuple(getattr(self, field))} needs one entry per "
+                         f"stage ({stages}, the length of model.depths)")
+    check_positive(self, "depths", "num_heads", "patch_size")
 
   def stage_block(self, stage: int, width: int) -> BlockSpec:
     """The BlockSpec of stage `stage`'s blocks, whose tokens are `width` wide."""

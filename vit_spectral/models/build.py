@@ -39,26 +39,28 @@ import dataclasses
 import typing
 from typing import Any, Mapping
 
+import ml_collections
 from ml_collections import config_dict
 
 from vit_spectral import backends
+from vit_spectral.attention import get_attention
 from vit_spectral.models.backbone import model_entry
-# Writing and checking config.model needs no JAX (`model_config`); re-exported.
-from vit_spectral.models import model_settings
-from vit_spectral.models.model_settings import ModelPlan, check_known, model_plan  # noqa: F401
-from vit_spectral.models.segments import layer_specs
-from vit_spectral.models.specs import DTYPES, LIVE_FACTS, BlockSpec, EncoderSpec
+from vit_spectral.models.segments import check_overrides, layer_specs
+from vit_spectral.models.specs import DTYPES, BlockSpec, EncoderSpec, check_attention_options
+from vit_spectral.models.variants import MODEL_NAMES
 from vit_spectral.models.vit import ViT
-from vit_spectral.settings import plain
+from vit_spectral.names import did_you_mean
+from vit_spectral.settings import check_choice, plain
 
-_DTYPES = DTYPES
+__all__ = ["ModelSpec", "block_options", "build_model", "check_known", "config_keys",
+           "dtype_name", "merge_variant", "model_class", "model_config", "model_defaults",
+           "model_kwargs", "model_spec"]
+
 DTYPE_NAMES = tuple(DTYPES)
 # Module fields that are not config keys: the caller supplies num_classes,
 # flax owns parent and name, and the specs are spelled out (`config_keys`).
 _NOT_CONFIG = ("parent", "name", "num_classes", "block", "encoder")
 _BLOCK_HINTS = typing.get_type_hints(BlockSpec)
-# The section at the class's defaults, from `models.catalog` (JAX-free, re-exported).
-model_config = model_settings.model_config
 
 
 def model_class(variant: str | None) -> type:
@@ -92,14 +94,7 @@ def block_options(cls: type = ViT) -> list[str]:
 
 def dtype_name(dtype: Any) -> str:
   """"float32" for jnp.float32, ... (the config's name of a dtype)."""
-  return next(name for name, value in _DTYPES.items() if value == dtype)
-
-
-def parse_dtype(name: str, field: str):
-  try:
-    return _DTYPES[name]
-  except KeyError:
-    raise ValueError(f"{field}={name!r}; choose one of {list(_DTYPES)}") from None
+  return next(name for name, value in DTYPES.items() if value == dtype)
 
 
 def _placeholder(hint: Any):
@@ -110,13 +105,26 @@ def _placeholder(hint: Any):
   return config_dict.placeholder(typing.get_origin(hint) or hint)
 
 
-def live_defaults(cls: type) -> dict[str, Any]:
-  """Every config.model key of `cls` at its default (placeholders where none),
-  from the class itself (`models.catalog` keeps them for `model_config`)."""
+def _field(cls: type, name: str) -> dataclasses.Field:
+  return next(f for f in dataclasses.fields(cls) if f.name == name)
+
+
+def _block_defaults(cls: type) -> dict[str, Any]:
+  """Every `BlockSpec` field a config may set, at its default for `cls`
+  (`cls.BLOCK_DEFAULTS` over BlockSpec's; dtypes by name)."""
+  block = {f.name: (f.default_factory() if f.default is dataclasses.MISSING else f.default)
+           for f in dataclasses.fields(BlockSpec) if f.name not in BlockSpec.SET_BY_RUN}
+  block.update(getattr(cls, "BLOCK_DEFAULTS", {}))
+  for field in ("dtype", "param_dtype"):
+    block[field] = dtype_name(block[field])
+  return block
+
+
+def model_defaults(cls: type) -> dict[str, Any]:
+  """Every config.model key of `cls` at its default (typed placeholders where
+  it has none, so `--config.model.depth=6` works from the command line)."""
   hints = typing.get_type_hints(cls)
-  block = dict({f.name: f.default for f in dataclasses.fields(BlockSpec)
-                if f.default is not dataclasses.MISSING},
-               **getattr(cls, "BLOCK_DEFAULTS", {}))
+  block = _block_defaults(cls)
   encoder = EncoderSpec()
   base: dict[str, Any] = {"variant": config_dict.placeholder(str),
                           "attention": dict(name=block["attention"]), "block": dict()}
@@ -130,16 +138,14 @@ def live_defaults(cls: type) -> dict[str, Any]:
       default, hint = block.get(field), _BLOCK_HINTS[field]
     else:
       default, hint = getattr(encoder, field), typing.get_type_hints(EncoderSpec)[field]
-    if field in ("dtype", "param_dtype"):
-      base[key] = dtype_name(default)
-    elif default is dataclasses.MISSING or default is None:
+    if default is dataclasses.MISSING or default is None:
       base[key] = _placeholder(hint)
     else:
       base[key] = default
   return base
 
 
-def required_keys(cls: type) -> list[str]:
+def _required_keys(cls: type) -> list[str]:
   """The config.model keys of `cls` without a default: a variant or the
   config must set them."""
   return [k for k, (where, field) in config_keys(cls).items()
@@ -147,31 +153,111 @@ def required_keys(cls: type) -> list[str]:
           or (where == "block" and field in ("num_heads", "mlp_dim"))]
 
 
+def check_known(options: Mapping[str, Any], valid: Any, field: str,
+                owner: str = "") -> None:
+  """Every key of `options` must be in `valid`; the error names the nearest
+  and lists them."""
+  unknown = sorted(set(options) - set(valid))
+  if unknown:
+    raise ValueError(f"{field} has unknown options {unknown}"
+                     f"{did_you_mean(unknown[0], set(valid))}; "
+                     f"{owner or field} accepts {sorted(set(valid))}")
+
+
+def merge_variant(named: Mapping[str, Any], cfg: Mapping[str, Any]) -> dict[str, Any]:
+  """`cfg` over the variant's `named` fields; the dict-valued "block" merges
+  key by key, "attention" too unless `cfg` names another variant."""
+  merged = {**named, **cfg}
+  if "block" in named and "block" in cfg:
+    merged["block"] = {**named["block"], **cfg["block"]}
+  if "attention" in named and "attention" in cfg:
+    other = cfg["attention"].get("name", named["attention"].get("name"))
+    if other == named["attention"].get("name"):
+      merged["attention"] = {**named["attention"], **cfg["attention"]}
+  return merged
+
+
+def model_config(**fields: Any) -> ml_collections.ConfigDict:
+  """The `config.model` section at the model class's defaults, then the
+  fields `fields["variant"]` stands for (a backbone's; a ViT name's shapes
+  stay implied by the name), then `fields`.
+
+  Shape fields without a default (and `variant`) are typed placeholders, so
+  `--config.model.depth=6` works from the command line.
+  """
+  variant = fields.get("variant")
+  cls = model_class(variant)
+  base = model_defaults(cls)
+  check_known(fields, base, "config.model", cls.__name__)
+  if variant is not None and variant not in MODEL_NAMES:
+    fields = merge_variant(model_entry(variant)[1], fields)
+    if "attention" in fields and "name" not in fields["attention"]:
+      fields["attention"] = dict(base["attention"], **fields["attention"])
+  # None keeps a placeholder typed (overridable from the command line).
+  base.update({k: v for k, v in fields.items()
+               if v is not None or not isinstance(base[k], config_dict.FieldReference)})
+  return ml_collections.ConfigDict(base)
+
+
 def model_kwargs(model_config: Mapping[str, Any]) -> dict[str, Any]:
   """The fields (except num_classes) of the model class `model_config`
   describes (`model_class(model.variant)`): its own fields, "block" (a
-  `BlockSpec`) and "encoder" (an `EncoderSpec`).
-
-  The config is checked and sorted by `model_plan` (the checks the command
-  line makes too), then the specs are made from the live registries, which
-  check the block again, and each layer override's spec is made.
+  `BlockSpec`) and "encoder" (an `EncoderSpec`). Keys it lacks (or sets to
+  None) keep the variant's fields, then the defaults.
 
   Raises:
-    ValueError: as `model_plan`, or a layer override's spec.
+    ValueError: an unknown key in `model`, `model.attention`, `model.block`
+      or a layer override (the error names the nearest and lists the valid
+      ones), an unknown variant, shape fields neither set nor given by a
+      variant, or a value the specs refuse (`BlockSpec`, `EncoderSpec`).
   """
-  plan = model_plan(model_config, facts=LIVE_FACTS)
-  block = dict(plan.block)
+  cfg = {k: v for k, v in dict(plain(model_config)).items() if v is not None}
+  variant = cfg.pop("variant", None)
+  cls = model_class(variant)
+  keys = config_keys(cls)
+  check_known(cfg, ["variant", "attention", "block", *keys], "config.model", cls.__name__)
+  if variant is not None:
+    cfg = merge_variant(model_entry(variant)[1], cfg)
+  attention = dict(plain(cfg.pop("attention", {})))
+  block = _block_defaults(cls)
+  block["attention"] = attention.pop("name", block["attention"])
+  block["attention_kwargs"] = attention
+  options = dict(plain(cfg.pop("block", {})))
+  check_known(options, block_options(cls), "model.block",
+              f"BlockSpec (the other fields are set by the {cls.__name__} itself)")
+  block.update(options)
+  overrides = tuple(plain(o) for o in cfg.pop("layer_overrides", ()))
+  values: dict[str, dict[str, Any]] = {"model": {}, "encoder": {}, "block": block}
+  for key, value in cfg.items():
+    where, field = keys[key]
+    values[where][field] = value
+  missing = [k for k in _required_keys(cls) if k not in cfg]
+  if missing:
+    raise ValueError(f"model config needs model.variant or explicit {missing}")
   for field in ("dtype", "param_dtype"):
-    block[field] = parse_dtype(block[field], f"model.{field}")
-  fields = dict(plan.model, block=BlockSpec(**block), encoder=plan.encoder)
-  if plan.layer_overrides:
-    fields["layer_overrides"] = plan.layer_overrides
-    layer_specs(fields["depth"], fields["block"], plan.layer_overrides)
+    check_choice(block[field], DTYPE_NAMES, f"model.{field}")
+    block[field] = DTYPES[block[field]]
+  fields = dict(values["model"], block=BlockSpec(**block), encoder=EncoderSpec(**values["encoder"]))
+  if overrides:
+    _check_overrides(overrides, fields.get("depth"), fields["block"])
+    fields["layer_overrides"] = overrides
+    layer_specs(fields["depth"], fields["block"], overrides)
   return fields
 
 
-def _field(cls: type, name: str) -> dataclasses.Field:
-  return next(f for f in dataclasses.fields(cls) if f.name == name)
+def _check_overrides(overrides, depth: int | None, block: BlockSpec) -> None:
+  """Each override's keys, layer range, attention options and block keys."""
+  if depth is not None:
+    check_overrides(overrides, depth)
+  valid = [f.name for f in dataclasses.fields(BlockSpec)
+           if f.name not in ("attention", "attention_kwargs", *BlockSpec.SET_BY_RUN)]
+  for n, override in enumerate(overrides):
+    attention = dict(plain(override.get("attention") or {}))
+    name = attention.pop("name", block.attention)
+    check_attention_options(get_attention(name), attention,
+                            f"model.layer_overrides[{n}].attention")
+    check_known(plain(override.get("block") or {}), valid, f"model.layer_overrides[{n}].block",
+                "BlockSpec (the attention goes in the override's 'attention' dict)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -182,6 +268,13 @@ class ModelSpec:
   builds its model from it (`build`), with the data set's classes."""
   model_class: type
   fields: Mapping[str, Any]
+
+  def check(self, height: int, width: int) -> None:
+    """The model class's own checks on a height × width image
+    (`Backbone.check_options`), on the unbound module: no JAX backend starts."""
+    model = self.model_class(num_classes=1, **self.fields)
+    if hasattr(model, "check_options"):
+      model.check_options(height, width)
 
   def build(self, num_classes: int, backend: backends.Backend | None = None) -> Any:
     """The model, compiled for `backend` (`vit_spectral.backends`: a run's

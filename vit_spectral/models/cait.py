@@ -58,13 +58,13 @@ from typing import Any, ClassVar
 import flax.linen as nn
 import jax.numpy as jnp
 
-from vit_spectral.attention import get_attention
+from vit_spectral.attention import get_attention, registered_attentions
 from vit_spectral.layers.drop_path import DropPath
 from vit_spectral.layers.mlp import MlpBlock
 from vit_spectral.layers.norms import make_norm
-from vit_spectral.models.backbone import IsotropicBackbone, register_models
-from vit_spectral.models import model_checks
-from vit_spectral.models.specs import LIVE_FACTS, BlockSpec
+from vit_spectral.models.backbone import (IsotropicBackbone, check_bools, check_heads,
+                                          check_patches, check_positive, register_models)
+from vit_spectral.models.specs import BlockSpec
 from vit_spectral.models.token_layouts import TokenLayout
 from vit_spectral.models.vit import Encoder
 
@@ -77,11 +77,25 @@ VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
+def class_token_attentions() -> list[str]:
+  """Registered variants that update the class token only (the class stage's)."""
+  return [n for n in registered_attentions() if get_attention(n).updates_prefix_only]
+
+
 def check_class_attention(name: str) -> type:
-  """The class stage's attention class; ValueError saying why for any other
-  (`model_checks.check_class_attention`)."""
-  model_checks.check_class_attention(name, LIVE_FACTS)
-  return get_attention(name)
+  """The class stage's attention class (`model.class_attention`): a registered
+  class-token variant; ValueError saying why for any other."""
+  attention = get_attention(name)
+  if name == "hopfield":
+    raise ValueError("model.class_attention='hopfield' cannot apply: Hopfield attention "
+                     "carries a T×T score memory from layer to layer, and the class stage's "
+                     "maps are 1×T (only the class token asks); use it in the "
+                     "self-attention stage (model.attention)")
+  if not attention.updates_prefix_only:
+    raise ValueError(f"model.class_attention={name!r} gives one output per token; the class "
+                     f"stage needs a class-token variant: choose one of "
+                     f"{class_token_attentions()}")
+  return attention
 
 
 class ClassAttentionBlock(nn.Module):
@@ -201,8 +215,12 @@ class CaiT(IsotropicBackbone):
     return block.replace(attention_kwargs=options, residual_alpha=self.layer_scale_init)
 
   def check_options(self, height: int, width: int) -> None:
-    """Raises ValueError naming the field (`model_checks.check_cait`)."""
-    model_checks.check_cait(self, height, width, LIVE_FACTS)
+    """Raises ValueError naming the field (`Backbone.check_options`)."""
+    check_positive(self, "hidden_size", "depth", "patch_size", "class_depth")
+    check_bools(self, "talking_heads")
+    check_class_attention(self.class_attention)
+    check_heads(self.block, [self.hidden_size], [self.block.num_heads])
+    check_patches(self.patch_size, height, width)
 
   @nn.compact
   def __call__(self, images, *, train: bool = False):

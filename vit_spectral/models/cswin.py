@@ -87,8 +87,9 @@ import flax.linen as nn
 
 from vit_spectral.layers.initializers import get_initializer
 from vit_spectral.layers.norms import make_norm
-from vit_spectral.models.backbone import StagedBackbone, register_models
-from vit_spectral.models import model_checks
+from vit_spectral.models.backbone import (StagedBackbone, check_heads, check_positive,
+                                          register_models)
+from vit_spectral.settings import check_choice
 from vit_spectral.models.specs import BlockSpec, EncoderSpec
 from vit_spectral.models.token_layouts import StripeLayout
 from vit_spectral.models.vit import Encoder, stem_initializer
@@ -96,8 +97,9 @@ from vit_spectral.models.vit import Encoder, stem_initializer
 __all__ = ["CSwin", "CSwinStage", "EMBEDDINGS", "LIPSFORMER_CSWIN_ALPHA", "VARIANTS",
            "embedding_conv"]
 
-# How the stem and the merges convolve (`CSwin.embedding`; JAX-free: `models.model_checks`).
-from vit_spectral.models.model_checks import EMBEDDINGS  # noqa: E402
+# How the stem and the merges convolve (CSwin.embedding): CSwin's overlapping
+# convolutions or LipsFormer's non-overlapping ones ("as in Swin").
+EMBEDDINGS = ("overlapping", "patch")
 
 _SHAPES = {
     "T": dict(hidden_size=64, depths=(1, 2, 21, 1), num_heads=(2, 4, 8, 16)),
@@ -209,15 +211,31 @@ class CSwin(StagedBackbone):
   stripe_widths: Sequence[int] = (1, 2, 7, 7)
   embedding: str = "overlapping"
 
-  def check_options(self, image_shape: tuple[int, int]) -> None:
-    """Raises ValueError naming the field (`model_checks.check_cswin`)."""
-    model_checks.check_cswin(self, *image_shape)
+  def check_options(self, height: int, width: int) -> None:
+    """Raises ValueError naming the field (`Backbone.check_options`)."""
+    self.check_stages("stripe_widths")
+    check_positive(self, "hidden_size", "stripe_widths")
+    stages = len(self.depths)
+    check_heads(self.block, [self.hidden_size * 2 ** s for s in range(stages)], self.num_heads)
+    check_choice(self.embedding, EMBEDDINGS, "model.embedding")
+    stride = self.patch_size * 2 ** (stages - 1)
+    image_shape = (height, width)
+    if any(side % stride for side in image_shape):
+      raise ValueError(f"image size {height}x{width} is not divisible by "
+                       f"{stride}, the total stride of model.patch_size={self.patch_size} "
+                       f"and {stages - 1} stride-2 merges")
+    for k, stripe in enumerate(self.stripe_widths):
+      grid = [side // (self.patch_size * 2 ** k) for side in image_shape]
+      if stripe < max(grid) and any(side % stripe for side in grid):
+        raise ValueError(f"model.stripe_widths[{k}]={stripe} does not divide stage {k + 1}'s "
+                         f"{grid[0]}x{grid[1]} token grid (image {height}x{width}); choose "
+                         "divisors of each stage's grid")
 
   @nn.compact
   def __call__(self, images, *, train: bool = False):
     """images: (B, H, W, C) -> logits (B, num_classes), float32 (features
     (B, width of the last stage), float32, when num_classes is 0)."""
-    self.check_options(images.shape[1:3])
+    self.check_options(*images.shape[1:3])
     block = self.block
     x = images.astype(block.dtype)
     for k, (depth, rates) in enumerate(zip(self.depths, self.drop_path_rates())):

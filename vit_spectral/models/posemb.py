@@ -6,7 +6,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from vit_spectral.models.model_checks import POSEMB_CHOICES  # noqa: E402,F401  (one definition)
+# The ViT's position embeddings (ViT.posemb).
+POSEMB_CHOICES = ("learned", "sincos2d", "none")
 
 
 def sincos_2d(grid_size: tuple[int, int], width: int, temperature: float = 10_000.0):

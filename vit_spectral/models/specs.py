@@ -21,79 +21,50 @@ model built from them has nothing left to check but what depends on the input
 from __future__ import annotations
 
 import dataclasses
-import typing
 from typing import Any, ClassVar, Mapping, NamedTuple
 
 import jax.numpy as jnp
 
-from vit_spectral.attention import get_attention, registered_attentions
+from vit_spectral.names import did_you_mean
+from vit_spectral import backends
+from vit_spectral.attention import get_attention
 from vit_spectral.layers.feat_scale import FEAT_SCALE_FORMS
 from vit_spectral.layers.initializers import registered_initializers
 from vit_spectral.layers.mlp import MLP_ACTIVATIONS
 from vit_spectral.layers.norms import LAYER_NORM_EPSILON, registered_norms
-# The checks and the encoder's spec, JAX-free for the command line (re-exported).
-from vit_spectral.models.spec_checks import (  # noqa: F401
-    ATTENTION_FIELDS_SET_BY_BLOCK, ATTENTION_RESIDUALS, BLOCK_ORDERS, ENCODER_MODES,
-    ENCODER_RESIDUALS, AttentionFacts, EncoderSpec, check_block, check_rate)
-from vit_spectral.settings import plain
+from vit_spectral.option_ranges import check_ranges
+from vit_spectral.settings import check_choice, plain
 
-__all__ = ["ATTENTION_FIELDS_SET_BY_BLOCK", "ATTENTION_RESIDUALS", "BLOCK_ORDERS", "BlockSpec",
-           "BranchSpec", "DTYPES", "ENCODER_MODES", "ENCODER_RESIDUALS", "EncoderSpec",
-           "LIVE_FACTS", "attention_facts", "check_rate"]
+__all__ = ["ATTENTION_RESIDUALS", "BLOCK_ORDERS", "BlockSpec", "BranchSpec", "DTYPES",
+           "ENCODER_MODES", "ENCODER_RESIDUALS", "EncoderSpec", "check_attention_options",
+           "check_rate"]
 
-
-def attention_facts(cls: type) -> AttentionFacts:
-  """What the checks need of attention class `cls` (`spec_checks.AttentionFacts`):
-  its fields the Block does not set itself, with their types."""
-  hints = typing.get_type_hints(cls)
-  options = {f.name: type_name(hints.get(f.name, Any)) for f in dataclasses.fields(cls)
-             if f.name not in ("parent", "name", *ATTENTION_FIELDS_SET_BY_BLOCK)}
-  return AttentionFacts(cls.__name__, dict(sorted(options.items())),
-                        bool(getattr(cls, "updates_prefix_only", False)),
-                        bool(getattr(cls, "mixes_skip", False)),
-                        cls.initial_state(1, 1, 1) is not None, dict(cls.option_ranges()))
-
-
-def type_name(hint: Any) -> str:
-  """"int", "float", "bool", "str" or "tuple" for a field's type (`X | None` ->
-  X's), else "any"."""
-  args = [a for a in typing.get_args(hint) if a is not type(None)]
-  if type(None) in typing.get_args(hint) and len(args) == 1:
-    hint = args[0]
-  hint = typing.get_origin(hint) or hint
-  return {int: "int", float: "float", bool: "bool", str: "str", tuple: "tuple"}.get(hint, "any")
-
-
+ENCODER_MODES = ("scan", "loop")
+# What the encoder's backward pass keeps from the forward (EncoderSpec.residuals).
+ENCODER_RESIDUALS = ("all", "dots")
+# How the attention branch meets the residual stream (BlockSpec.attention_residual).
+ATTENTION_RESIDUALS = ("add", "replace", "none")
+BLOCK_ORDERS = ("pre_norm", "post_norm", "lipsformer")
 # config.model's dtype names and the dtypes they stand for.
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16, "float16": jnp.float16}
 
 
-class _LiveFacts:
-  """The facts `spec_checks.check_block` and `model_settings.model_plan` need,
-  from the live registries (a run checks with what is registered now, a
-  variant registered by the user's own code included)."""
-
-  def attention(self, name: str) -> AttentionFacts:
-    return attention_facts(get_attention(name))
-
-  @property
-  def attention_names(self) -> tuple[str, ...]:
-    return registered_attentions()
-
-  @property
-  def norms(self) -> tuple[str, ...]:
-    return registered_norms()
-
-  @property
-  def initializers(self) -> tuple[str, ...]:
-    return registered_initializers()
-
-  activations = MLP_ACTIVATIONS
-  feat_scale_forms = FEAT_SCALE_FORMS
-  dtypes = tuple(DTYPES)
+def check_rate(value: float, field: str) -> None:
+  """A dropout or drop-path rate: in [0, 1)."""
+  if not 0.0 <= value < 1.0:
+    raise ValueError(f"{field}={value} must be in [0, 1)")
 
 
-LIVE_FACTS = _LiveFacts()
+def check_attention_options(cls: type, options: Mapping[str, Any],
+                            field: str = "model.attention") -> None:
+  """Every key of `options` is an option of attention class `cls`
+  (`Attention.config_options`), and every value lies in its declared interval."""
+  valid = sorted(cls.config_options())
+  unknown = sorted(set(options) - set(valid))
+  if unknown:
+    raise ValueError(f"{field} has unknown options {unknown}{did_you_mean(unknown[0], valid)}; "
+                     f"{cls.__name__} (the others are set by the model) accepts {valid}")
+  check_ranges(cls.option_ranges(), options, field)
 
 
 class BranchSpec(NamedTuple):
@@ -195,7 +166,58 @@ class BlockSpec:
 
   def __post_init__(self):
     object.__setattr__(self, "attention_kwargs", dict(plain(self.attention_kwargs or {})))
-    check_block(self.as_dict(), LIVE_FACTS)   # spec_checks: the command line runs it too
+    for field in ("num_heads", "mlp_dim"):
+      value = getattr(self, field)
+      if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                or value <= 0):
+        raise ValueError(f"model.{field}={value!r} must be a positive integer")
+    check_rate(self.dropout_rate, "model.dropout_rate")
+    check_rate(self.attention_dropout_rate, "model.attention_dropout_rate")
+    for field, kind, names in (("norm", "norm", registered_norms()),
+                               ("kernel_init", "initializer", registered_initializers())):
+      value = getattr(self, field)
+      if value not in names:
+        raise ValueError(f"model.{field}={value!r} is not a registered {kind}"
+                         f"{did_you_mean(value, names)}; choose one of {list(names)}")
+    attention = self.attention_class
+    check_attention_options(attention, self.attention_kwargs)
+    if attention.updates_prefix_only:
+      raise ValueError(f"model.attention.name={self.attention!r} updates the class token "
+                       "only and cannot run in a Block (its output is not one per token); "
+                       "it is the class stage of models.cait")
+    self._check_block_options(attention)
+
+  def _check_block_options(self, attention: type) -> None:
+    """The `model.block` fields, against each other and the attention class."""
+    check_choice(self.mlp_activation, MLP_ACTIVATIONS, "model.block.mlp_activation")
+    if self.mlp_activation == "swiglu" and self.mlp_dim is not None and self.mlp_dim % 2:
+      raise ValueError(f"model.mlp_dim={self.mlp_dim} must be even with "
+                       "model.block.mlp_activation='swiglu' (fc1's output is split in two)")
+    check_choice(self.block_order, BLOCK_ORDERS, "model.block.block_order")
+    if self.block_order == "lipsformer" and self.residual_alpha is None:
+      raise ValueError("model.block.block_order='lipsformer' needs "
+                       "model.block.residual_alpha (e.g. 1/L for L blocks)")
+    if self.extra_depthwise_branch and not self.conv_block:
+      raise ValueError("model.block.extra_depthwise_branch=True is a second convolution "
+                       "branch: it needs model.block.conv_block=True")
+    if self.conv_kernel_size < 1:
+      raise ValueError(f"model.block.conv_kernel_size={self.conv_kernel_size} "
+                       "must be positive")
+    for field in ("feat_scale", "drop_path_rescale", "use_mlp", "conv_block"):
+      if not isinstance(getattr(self, field), bool):
+        raise ValueError(f"model.block.{field}={getattr(self, field)!r} must be True or False")
+    check_choice(self.feat_scale_form, FEAT_SCALE_FORMS, "model.block.feat_scale_form")
+    residual = self.attention_residual
+    check_choice(residual, ATTENTION_RESIDUALS, "model.block.attention_residual")
+    if residual == "replace" and not attention.mixes_skip:
+      raise ValueError(
+          "model.block.attention_residual='replace' needs an attention variant with "
+          f"its own skip path (mixes_skip); {attention.__name__} has none: "
+          "use 'add' or 'none'")
+    if residual != "add" and self.block_order != "pre_norm":
+      raise ValueError(
+          f"model.block.attention_residual={residual!r} needs "
+          f"model.block.block_order='pre_norm' (got {self.block_order!r})")
 
   @property
   def attention_class(self) -> type:
@@ -259,3 +281,78 @@ class BlockSpec:
   def ends_in_norm(self) -> bool:
     """Whether the block ends in a norm (its last branch post-norms)."""
     return self.branches()[-1].post_norm
+
+
+@dataclasses.dataclass(frozen=True)
+class EncoderSpec:
+  """How an encoder runs its blocks (`models.vit.Encoder` explains the modes
+  and gives the measurements behind the defaults).
+
+  Attributes:
+    mode: "scan" (one `nn.scan` per segment of identical layers, parameters
+      stacked on a leading depth axis) or "loop" (one subtree per block).
+    unroll: "scan" only: blocks per iteration of the compiled loop (>= 1),
+      or None = the backend's default (`backends.Backend.unrolls_encoder`:
+      every block of a segment on a GPU, else 1).
+    residuals: what the backward pass keeps without remat: "all", "dots"
+      (the Dense outputs and the fused attention kernel's), or None = the
+      backend's default (`backends.Backend.encoder_residuals`).
+    remat: rematerialise each block in the backward pass.
+    drop_path_rate: the largest stochastic-depth rate; each model spreads it
+      over its blocks (ViT and the hierarchical backbones: linear in depth;
+      CaiT: uniform).
+  """
+  mode: str = "scan"
+  unroll: int | None = None
+  residuals: str | None = None
+  remat: bool = False
+  drop_path_rate: float = 0.0
+
+  # config.model spelling of each field.
+  CONFIG_KEYS: ClassVar[dict[str, str]] = {
+      "mode": "encoder_mode", "unroll": "encoder_unroll", "residuals": "encoder_residuals",
+      "remat": "remat", "drop_path_rate": "drop_path_rate"}
+
+  def __post_init__(self):
+    check_choice(self.mode, ENCODER_MODES, "model.encoder_mode")
+    if self.unroll is not None and (isinstance(self.unroll, bool)
+                                    or not isinstance(self.unroll, int) or self.unroll < 1):
+      raise ValueError(f"model.encoder_unroll={self.unroll!r} must be an int >= 1 (blocks "
+                       "per iteration of the scanned encoder's loop)")
+    if self.unroll not in (None, 1) and self.mode != "scan":
+      raise ValueError(f"model.encoder_unroll={self.unroll} applies to "
+                       f"model.encoder_mode='scan' only (got {self.mode!r}); leave it at 1")
+    if self.residuals is not None and self.residuals not in ENCODER_RESIDUALS:
+      raise ValueError(f"model.encoder_residuals={self.residuals!r}; choose one of "
+                       f"{list(ENCODER_RESIDUALS)} or None (per backend)")
+    if self.residuals is not None and self.remat:
+      raise ValueError(f"model.encoder_residuals={self.residuals!r} applies without "
+                       "model.remat (remat keeps no residuals); leave it None")
+    check_rate(self.drop_path_rate, "model.drop_path_rate")
+
+  def for_backend(self, backend: "backends.Backend", depth: int) -> "EncoderSpec":
+    """This spec with `backend`'s defaults written in where unset: residuals
+    (none with remat) and unroll (for an encoder of `depth` blocks)."""
+    residuals, unroll = self.residuals, self.unroll
+    if residuals is None and not self.remat:
+      residuals = backend.encoder_residuals(self.mode)
+    if unroll is None:
+      unroll = depth if backend.unrolls_encoder(self.mode) else 1
+    return self.replace(residuals=residuals, unroll=unroll)
+
+  def resolved_unroll(self, depth: int) -> int:
+    """`unroll`, or (a spec not built by `ModelSpec.build`) this process's
+    backend default for an encoder of `depth` blocks."""
+    if self.unroll is not None:
+      return self.unroll
+    return self.for_backend(backends.of_process(), depth).unroll
+
+  def residual_policy(self) -> str:
+    """`residuals`, or (a spec not built by `ModelSpec.build`, which writes in
+    the run's) this process's backend default (`backends.Backend.encoder_residuals`)."""
+    if self.residuals is not None:
+      return self.residuals
+    return self.for_backend(backends.of_process(), 1).residuals
+
+  def replace(self, **changes: Any) -> "EncoderSpec":
+    return dataclasses.replace(self, **changes)

@@ -54,16 +54,27 @@ import flax.linen as nn
 
 from vit_spectral.layers.initializers import get_initializer
 from vit_spectral.layers.norms import make_norm
-from vit_spectral.models.backbone import StagedBackbone, register_models
-from vit_spectral.models import model_checks
-from vit_spectral.models.specs import LIVE_FACTS, BlockSpec, EncoderSpec
+from vit_spectral.models.backbone import (StagedBackbone, check_heads, check_positive,
+                                          register_models)
+from vit_spectral.models.specs import BlockSpec, EncoderSpec
+from vit_spectral.settings import check_choice
 from vit_spectral.models.token_layouts import WindowLayout
 from vit_spectral.models.vit import Encoder, stem_initializer
 
 __all__ = ["MERGES", "PatchMerging", "Swin", "SwinStage", "VARIANTS", "stage_windows"]
 
-# How two stages meet (Swin.merge), and each stage's window (JAX-free: `models.model_checks`).
-from vit_spectral.models.model_checks import MERGES, stage_windows  # noqa: E402
+# How two stages meet (Swin.merge).
+MERGES = ("linear", "conv")
+
+
+def stage_windows(grid: tuple[int, int], window: int) -> tuple[tuple[int, int], tuple[int, int]]:
+  """(window, shift) of a stage with this token grid: per side, the window
+  clipped to the grid, and shift window // 2 where the grid is larger than
+  the window, else 0 (Swin; timm's `_calc_window_shift`)."""
+  size = tuple(min(g, window) for g in grid)
+  shift = tuple(0 if g <= window else window // 2 for g in grid)
+  return size, shift
+
 # Swin's LayerNorm ε (torch's default, timm's Swin).
 SWIN_NORM_EPSILON = 1e-5
 
@@ -162,9 +173,32 @@ class Swin(StagedBackbone):
   relative_position_bias: bool = True
 
   def check_options(self, height: int, width: int) -> None:
-    """Raises ValueError naming the field for settings Swin cannot run
-    (`model_checks.check_swin`)."""
-    model_checks.check_swin(self, height, width, LIVE_FACTS)
+    """Raises ValueError naming the field (`Backbone.check_options`)."""
+    self.check_stages()
+    check_positive(self, "embed_dim", "window_size")
+    check_heads(self.block, [self.stage_width(s) for s in range(len(self.depths))],
+                self.num_heads)
+    check_choice(self.merge, MERGES, "model.merge")
+    if "relative_position_bias" in self.block.attention_kwargs:
+      raise ValueError("model.attention.relative_position_bias is set by Swin: use "
+                       "model.relative_position_bias")
+    if self.block.stateful:
+      raise ValueError(
+          f"model.attention.name={self.block.attention!r} carries a score memory from layer "
+          "to layer; Swin's stages differ in token count (patch merging) and attend within "
+          "windows, and the score memory cannot cross stages whose token counts differ: "
+          "use a stateless variant")
+    side = self.patch_size * 2 ** (len(self.depths) - 1)
+    if height % side or width % side:
+      raise ValueError(
+          f"image size {height}x{width} must be divisible by model.patch_size · "
+          f"2^(stages − 1) = {side} (patch partition, then {len(self.depths) - 1} merges)")
+    for s in range(len(self.depths)):
+      grid = (height // self.patch_size // 2 ** s, width // self.patch_size // 2 ** s)
+      window, _ = stage_windows(grid, self.window_size)
+      if any(g % w for g, w in zip(grid, window)):
+        raise ValueError(f"model.window_size={self.window_size} does not tile stage {s}'s "
+                         f"{grid[0]}x{grid[1]} token grid at image size {height}x{width}")
 
   def stage_width(self, stage: int) -> int:
     return self.embed_dim * 2 ** stage

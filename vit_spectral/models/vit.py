@@ -27,20 +27,21 @@ from vit_spectral.layers.initializers import get_initializer
 from vit_spectral.layers.mlp import MlpBlock
 from vit_spectral.layers.norms import make_norm
 from vit_spectral.layers.space_to_depth import space_to_depth
-from vit_spectral.models.backbone import (ClassifierHead, IsotropicBackbone,
-                                          register_models)
-from vit_spectral.models.posemb import sincos_2d
+from vit_spectral.models.backbone import (POOLINGS, ClassifierHead, IsotropicBackbone,
+                                          check_bools, check_heads, check_patches,
+                                          check_positive, register_models)
+from vit_spectral.models.posemb import POSEMB_CHOICES, sincos_2d
 from vit_spectral.models.segments import BLOCK_NAME, layer_specs, scan_name, segments
 from vit_spectral.models.specs import BlockSpec, BranchSpec, EncoderSpec
 from vit_spectral.models.token_layouts import TokenLayout
-from vit_spectral.models import model_checks
+from vit_spectral.settings import check_choice
 from vit_spectral.models.variants import MODEL_NAMES, variant_fields
 
 __all__ = ["Block", "Encoder", "POSEMB_TOKENS", "STEMS", "ViT", "stem_initializer"]
 
-# The stems and the tokens the learned position embedding covers (one
-# definition, JAX-free: `models.model_checks`).
-from vit_spectral.models.model_checks import POSEMB_TOKENS, STEMS  # noqa: E402
+# The stems, and which tokens the learned position embedding covers (ViT.posemb_tokens).
+STEMS = ("patch", "space_to_depth")
+POSEMB_TOKENS = ("all", "patches")
 
 
 # encoder_residuals="dots": what the backward pass keeps (`Encoder.block_class`).
@@ -496,9 +497,25 @@ class ViT(IsotropicBackbone):
     return self.num_prefix_tokens() if self.posemb_tokens == "all" else 0
 
   def check_options(self, height: int, width: int) -> None:
-    """Raises ValueError naming the field (`model_checks.check_vit`, which the
-    command line runs on the config too)."""
-    model_checks.check_vit(self, height, width)
+    """Raises ValueError naming the field (`Backbone.check_options`)."""
+    check_positive(self, "hidden_size", "depth", "patch_size")
+    check_choice(self.pooling, POOLINGS, "model.pooling")
+    check_choice(self.stem, STEMS, "model.stem")
+    check_choice(self.posemb, POSEMB_CHOICES, "model.posemb")
+    check_choice(self.posemb_tokens, POSEMB_TOKENS, "model.posemb_tokens")
+    if self.posemb_tokens != "all" and self.posemb != "learned":
+      raise ValueError(f"model.posemb_tokens={self.posemb_tokens!r} places a learned position "
+                       f"embedding; model.posemb={self.posemb!r} has none to place (leave "
+                       "posemb_tokens='all')")
+    check_bools(self, "distilled", "norm_pre", "stem_bias")
+    if (isinstance(self.register_tokens, bool) or not isinstance(self.register_tokens, int)
+        or self.register_tokens < 0):
+      raise ValueError(f"model.register_tokens={self.register_tokens!r} must be an int >= 0")
+    if self.distilled and self.pooling != "cls":
+      raise ValueError("model.distilled=True reads the CLS and distillation tokens: it needs "
+                       f"model.pooling='cls' (got {self.pooling!r})")
+    check_heads(self.block, [self.hidden_size], [self.block.num_heads])
+    check_patches(self.patch_size, height, width)
 
   @nn.compact
   def __call__(self, images, *, train: bool = False, mask=None):

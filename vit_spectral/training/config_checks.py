@@ -11,9 +11,10 @@ batch-parallel devices (mesh.data × mesh.fsdp) and the processes (the error
 names the nearest valid sizes); the eval batch is rounded up to do so
 (`round_eval_batch`), which the trainer uses through `validate_config`'s result.
 
-`check_config` makes every check that needs neither JAX nor the devices (the
-command line's `--print_config`); `validate_config` makes those and the rest.
-This module imports JAX only inside the functions that need it.
+`check_config` converts the config once and makes every check that needs no
+device (the command line's `--print_config`, before any JAX backend starts);
+`check_on_devices` makes the rest on its typed result; `validate_config` is
+the two in one.
 """
 
 from __future__ import annotations
@@ -25,10 +26,8 @@ from absl import logging
 
 from vit_spectral import settings as settings_lib
 from vit_spectral.data.input_settings import InputSettings
-from vit_spectral.models.model_settings import check_model
 from vit_spectral.training.optim_settings import check_schedule_length
-from vit_spectral.training.run_settings import (TrainingSettings, checked_settings,
-                                                training_settings)
+from vit_spectral.training.run_settings import TrainingSettings, training_settings
 from vit_spectral.training.mesh_settings import MeshSettings
 
 
@@ -113,19 +112,19 @@ def round_eval_batch(input_config: InputSettings, mesh: MeshSettings,
 
 
 def check_config(config) -> TrainingSettings:
-  """The checks of a run that need neither JAX nor the devices: every section
-  (`run_settings.checked_settings`, `config.model` against the registries'
-  facts), the checks across sections and the model class's own checks on
-  the input's image size (`model_settings.check_model`). `--print_config` and the command
-  line's config errors run these; `validate_config` runs them too, then what
-  needs the devices and the traced model.
+  """The config converted once (`run_settings.training_settings`) and every
+  check of a run that needs no device: each section's, the checks across
+  sections and the model class's own checks on the input's image size
+  (`ModelSpec.check`). Typed settings are returned as they are.
 
   Raises:
     ValueError: naming the first invalid field.
   """
-  sections = checked_settings(config)
+  if isinstance(config, TrainingSettings):
+    return config
+  sections = training_settings(config)
   check_across_sections(sections)
-  check_model(sections.model, sections.input.image_size)
+  sections.model.check(sections.input.image_size, sections.input.image_size)
   return sections
 
 
@@ -143,20 +142,22 @@ def check_across_sections(sections: TrainingSettings) -> None:
 
 
 def validate_config(config, num_devices: int | None = None) -> TrainingSettings:
-  """Raises ValueError naming the first invalid field of a training config;
-  returns its typed training sections, the eval batch rounded up to fit the
-  mesh (`round_eval_batch`).
+  """`check_config`, then `check_on_devices`: raises ValueError naming the
+  first invalid field of a training config (or its typed settings)."""
+  return check_on_devices(check_config(config), num_devices)
 
-  `check_config`'s checks, with the model's specs made from the live
-  registries, then the batch against the mesh and the model's abstract init.
+
+def check_on_devices(sections: TrainingSettings,
+                     num_devices: int | None = None) -> TrainingSettings:
+  """The checks that need the devices, on settings `check_config` made: the
+  batch against the mesh and the model's abstract init. Returns the settings
+  with the eval batch rounded up to fit the mesh (`round_eval_batch`).
 
   Args:
-    config: the training config.
+    sections: the config's typed settings (`check_config`).
     num_devices: devices the mesh spans (default: all, `jax.device_count()`).
   """
   import jax  # pylint: disable=import-outside-toplevel
-  sections = training_settings(config)
-  check_across_sections(sections)
   num_devices = jax.device_count() if num_devices is None else num_devices
   check_train_batch(sections.input, sections.mesh, num_devices, jax.process_count())
   sections = dataclasses.replace(sections, input=round_eval_batch(

@@ -7,21 +7,20 @@ defaults and checks. Each duration may be given in steps or in epochs, never
 both (`vit_spectral.training.durations` converts epochs to steps).
 `training_settings(config)` converts the top level and every section once
 (an unknown top-level key raises); `config.model` becomes a
-`models.build.ModelSpec` there, the one conversion of a run.
-`checked_settings(config)` makes the same conversions and checks without JAX
-(`config.model` becomes a `models.model_settings.ModelPlan`): the command
-line's `--print_config` and config errors.
+`models.build.ModelSpec` there, the one conversion of a run (reading the live
+registries, no JAX backend started): `main` makes it once
+(`config_checks.check_config`) and hands it down typed.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from typing import Any
 
 from vit_spectral import settings as settings_lib
 from vit_spectral.names import did_you_mean
 from vit_spectral.data.input_settings import InputSettings, input_settings
-from vit_spectral.models.model_settings import model_plan
+from vit_spectral.models.build import ModelSpec, model_spec
 from vit_spectral.training.diagnostics_settings import DiagnosticsSettings
 from vit_spectral.training.init_from_settings import InitFromSettings
 from vit_spectral.training.mix_settings import MixSettings
@@ -148,11 +147,11 @@ def run_settings(config: Any) -> RunSettings:
 
 @dataclasses.dataclass(frozen=True)
 class TrainingSettings:
-  """The typed sections of one config; `model` is `config.model` converted
-  once (`models.build.ModelSpec` in a run, `models.model_settings.ModelPlan`
-  from `checked_settings`)."""
+  """The typed sections of one config, converted once (`training_settings`);
+  `config` is the ConfigDict they came from, which the workdir records
+  (`resume.record_config`) and a dry run's variants copy."""
 
-  model: Any
+  model: ModelSpec
   run: RunSettings
   input: InputSettings
   optim: OptimSettings
@@ -161,24 +160,13 @@ class TrainingSettings:
   init_from: InitFromSettings
   mesh: MeshSettings
   diagnostics: DiagnosticsSettings
+  config: Any = dataclasses.field(default=None, compare=False, repr=False)
 
 
 def training_settings(config: Any) -> TrainingSettings:
   """Converts (and so checks) the top level and every training section of
-  `config`; an absent section takes its defaults. `config.model` becomes a
-  `models.build.ModelSpec` (imports JAX and the model classes)."""
-  from vit_spectral.models.build import model_spec  # pylint: disable=import-outside-toplevel
-  return _sections(config, model_spec)
-
-
-def checked_settings(config: Any) -> TrainingSettings:
-  """`training_settings` without JAX: the same sections and checks, with
-  `config.model` as a `models.model_settings.ModelPlan` (the facts of the
-  registries read from `models.catalog`)."""
-  return _sections(config, model_plan)
-
-
-def _sections(config: Any, convert_model: Callable[[Any], Any]) -> TrainingSettings:
+  `config`; an absent section takes its defaults; `config.model` becomes a
+  `models.build.ModelSpec`."""
   known = {*settings_lib.field_names(RunSettings), "input", "model", *(
       cls.SECTION for cls in (OptimSettings, MixSettings, RobustnessSettings, InitFromSettings,
                            MeshSettings, DiagnosticsSettings))}
@@ -193,5 +181,5 @@ def _sections(config: Any, convert_model: Callable[[Any], Any]) -> TrainingSetti
                                 ("init_from", InitFromSettings), ("mesh", MeshSettings),
                                 ("diagnostics", DiagnosticsSettings))}
   settings_lib.require("model" in config, "config.model is missing")
-  return TrainingSettings(model=convert_model(config.model), run=run_settings(config),
-                          input=input_settings(config.input), **sections)
+  return TrainingSettings(model=model_spec(config.model), run=run_settings(config),
+                          input=input_settings(config.input), config=config, **sections)

@@ -1,7 +1,7 @@
 """The train loop, read top to bottom: logging, mesh, input, model, shardings,
 steps, checkpoint restore, evaluation, loop.
 
-`train_and_evaluate(config, workdir)` is what `train.py` calls. A run killed at any
+`train_and_evaluate(settings, workdir)` is what `train.py` calls. A run killed at any
 point resumes from the workdir's latest checkpoint and ends with exactly the
 parameters of an uninterrupted run: the input stream restarts where the
 checkpoint saved it (`stream_state`; `data.create_train_dataset(start_example=...)`,
@@ -258,10 +258,12 @@ class RunSetup:
   steps: ShardedSteps
 
 
-def set_up(config, devices=None,
+def set_up(settings: TrainingSettings | Any, devices=None,
            meta_fn: Callable[[Any], input_pipeline.DatasetMeta] = input_pipeline.dataset_meta,
            *, check_init_source: bool = True) -> RunSetup:
-  """Validates `config`, builds the mesh over `devices` (default: all), reads
+  """Checks `settings` (typed by `config_checks.check_config`; a ConfigDict
+  is converted here, once) on the devices, builds the mesh over `devices`
+  (default: all), reads
   the data set's facts with `meta_fn` (the dry run passes
   `input_pipeline.planned_meta`: no data needed), checks that
   `config.init_from.path` exists (unless `check_init_source` is False: the
@@ -275,7 +277,7 @@ def set_up(config, devices=None,
   """
   devices = list(jax.devices() if devices is None else devices)
   try:
-    sections = config_checks.validate_config(config, num_devices=len(devices))
+    sections = config_checks.validate_config(settings, num_devices=len(devices))
     if check_init_source:
       init_from.check_source_exists(sections.init_from)
     mesh = sharding.make_mesh(sections.mesh, devices)
@@ -295,10 +297,13 @@ def set_up(config, devices=None,
   return RunSetup(sections, mesh, meta, run, steps_on_mesh)
 
 
-def train_and_evaluate(config, workdir: str, devices=None) -> dict[str, float]:
-  """Trains `config` in `workdir` (resuming if it holds a checkpoint) on
+def train_and_evaluate(settings: TrainingSettings | Any, workdir: str,
+                       devices=None) -> dict[str, float]:
+  """Trains `settings` in `workdir` (resuming if it holds a checkpoint) on
   `devices` (default: all; a resume may use other devices than the run it
-  resumes, `stream_state`).
+  resumes, `stream_state`). `settings` are the config's typed sections as
+  `config_checks.check_config` made them (`main` does, once); a ConfigDict
+  is converted here, once.
 
   Order of business: everything that can be checked without the workdir
   (config, mesh, data set, durations: `set_up`), then the workdir's lock (one
@@ -321,21 +326,21 @@ def train_and_evaluate(config, workdir: str, devices=None) -> dict[str, float]:
   workdir_lock.check_not_held(workdir)  # a second run stops here, in seconds
   # On a terminal from here on: INFO to the log file only, a progress line.
   with run_log.terminal() as line:
-    setup = set_up(config, devices)
+    setup = set_up(settings, devices)
     # Leaving, in this order: a checkpoint save still in flight completes, the
     # log file gets any traceback, the lock is released, the progress line ends.
     with (workdir_lock.hold(workdir), run_log.to_file(workdir),
           contextlib.ExitStack() as leaving):
-      return _train(config, setup, workdir, leaving, line)
+      return _train(setup, workdir, leaving, line)
 
 
-def _train(config, setup: RunSetup, workdir: str, leaving: contextlib.ExitStack,
+def _train(setup: RunSetup, workdir: str, leaving: contextlib.ExitStack,
            line: progress.ProgressLine | None = None) -> dict[str, float]:
   """The loop of `train_and_evaluate`, run while holding the workdir;
   `leaving` closes the checkpointer however the loop ends; `line` is the
   terminal's progress line (None: not a terminal, or not process 0)."""
   sections, mesh, meta, run = setup.sections, setup.mesh, setup.meta, setup.run
-  input_config = sections.input
+  config, input_config = sections.config, sections.input
   total_steps = run.total_steps
   logging.info("mesh %s; data set %s; %d train steps", dict(mesh.shape), meta, total_steps)
 
