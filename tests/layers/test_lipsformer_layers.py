@@ -11,6 +11,10 @@ from vit_spectral.layers.grid_conv import DepthwiseConv
 from vit_spectral.layers import spectral_init
 from vit_spectral.layers.spectral_init import kernel_matrix
 
+# Compiled once per shape (op-by-op dispatch compiles every primitive on its own).
+grid_matrix = jax.jit(spectral_init.depthwise_grid_matrix, static_argnums=1)
+operator_norm = jax.jit(spectral_init.depthwise_operator_norm, static_argnums=1)
+
 
 def test_center_norm_is_eq2_as_an_explicit_matrix():
   d = 6
@@ -33,8 +37,8 @@ def test_center_norm_is_eq2_as_an_explicit_matrix():
 def test_center_norm_lipschitz_constant_is_d_over_d_minus_1(d):
   norm = CenterNorm()
   x = jax.random.normal(jax.random.key(d), (5, d))
-  params = norm.init(jax.random.key(0), x)["params"]           # γ = 1, β = 0
-  estimate = empirical_lipschitz(lambda z: norm.apply({"params": params}, z), x)
+  params = jax.jit(norm.init)(jax.random.key(0), x)["params"]   # γ = 1, β = 0
+  estimate = empirical_lipschitz(jax.jit(lambda z: norm.apply({"params": params}, z)), x)
   assert abs(estimate - d / (d - 1)) < 1e-3
 
 
@@ -45,7 +49,7 @@ def test_center_norm_rejects_width_one():
 
 @pytest.mark.parametrize("shape", [(32, 64), (64, 32), (8, 4, 16), (3, 3, 4, 8), (7, 7, 1, 16)])
 def test_spectral_init_has_unit_largest_singular_value(shape):
-  kernel = get_initializer("spectral")(jax.random.key(1), shape)
+  kernel = jax.jit(get_initializer("spectral"), static_argnums=1)(jax.random.key(1), shape)
   assert kernel.shape == shape
   matrix = np.asarray(kernel, np.float64).reshape(-1, shape[-1])
   # the paper's (out, in·k·k) matrix for conv kernels: same singular values
@@ -53,7 +57,8 @@ def test_spectral_init_has_unit_largest_singular_value(shape):
   assert abs(np.linalg.svd(matrix, compute_uv=False)[0] - 1) < 1e-5
   assert abs(np.linalg.svd(out_by_in, compute_uv=False)[0] - 1) < 1e-5
   # It is the Xavier-normal draw, rescaled.
-  xavier = np.asarray(get_initializer("xavier_normal")(jax.random.key(1), shape))
+  xavier = np.asarray(jax.jit(get_initializer("xavier_normal"), static_argnums=1)(
+      jax.random.key(1), shape))
   np.testing.assert_allclose(np.asarray(kernel), xavier / np.linalg.norm(xavier.reshape(-1, shape[-1]), 2),
                              rtol=1e-4, atol=1e-6)
 
@@ -63,7 +68,7 @@ def test_spectral_init_in_a_model_gives_one_lipschitz_layers():
   model = build_model(dict(patch_size=2, hidden_size=16, depth=1, num_heads=2, mlp_dim=32,
                            kernel_init="spectral", encoder_mode="loop",
                            block=dict(conv_block=True, conv_kernel_size=3)), num_classes=0)
-  params = model.init(jax.random.key(0), jnp.zeros((1, 8, 8, 1)))["params"]
+  params = jax.jit(model.init)(jax.random.key(0), jnp.zeros((1, 8, 8, 1)))["params"]
   block = params["encoder"]["encoderblock_0"]
   # Dense maps, the 1×1 conv and the non-overlapping patch embedding: the
   # kernel matrix is the operator (the same matrix on every token / patch).
@@ -75,7 +80,7 @@ def test_spectral_init_in_a_model_gives_one_lipschitz_layers():
     assert abs(np.linalg.norm(np.asarray(kernel_matrix(k)), 2) - 1) < 1e-5
   # The depth-wise conv: its operator on the 4×4 token grid.
   grid = jax.random.normal(jax.random.key(1), (1, 4, 4, 16))
-  dw = lambda g: DepthwiseConv(3).apply({"params": block["conv_dw"]["conv"]}, g)
+  dw = jax.jit(lambda g: DepthwiseConv(3).apply({"params": block["conv_dw"]["conv"]}, g))
   assert abs(empirical_lipschitz(dw, grid, num_iters=200) - 1) < 1e-3
 
 
@@ -87,26 +92,26 @@ def test_grid_conv_spectral_init_makes_the_operator_one_lipschitz(depthwise, siz
   conv = GridConv(grid_size=grid, num_prefix_tokens=1, kernel_size=size, depthwise=depthwise,
                   kernel_init="spectral")
   x = jax.random.normal(jax.random.key(0), (1, 1 + grid[0] * grid[1], 4))
-  params = conv.init(jax.random.key(1), x)["params"]
-  apply = lambda z: conv.apply({"params": params}, z)
+  params = jax.jit(conv.init)(jax.random.key(1), x)["params"]
+  apply = jax.jit(lambda z: conv.apply({"params": params}, z))
   assert abs(empirical_lipschitz(apply, x, num_iters=300) - 1) < 1e-3
-  jacobian = np.asarray(jax.jacobian(apply)(x)).reshape(x.size, x.size)
+  jacobian = np.asarray(jax.jit(jax.jacobian(apply))(x)).reshape(x.size, x.size)
   assert abs(np.linalg.norm(jacobian, 2) - 1) < 1e-4          # exactly 1, not below
 
 
 @pytest.mark.parametrize("size,grid", [(3, (4, 5)), (4, (3, 3)), (7, (2, 6))])
 def test_depthwise_grid_matrix_is_the_convolution(size, grid):
   kernel = jax.random.normal(jax.random.key(0), (size, size, 1, 3))
-  conv = lambda g: DepthwiseConv(size).apply(
-      {"params": {"kernel": kernel, "bias": jnp.zeros(3)}}, g)
+  conv = jax.jit(lambda g: DepthwiseConv(size).apply(
+      {"params": {"kernel": kernel, "bias": jnp.zeros(3)}}, g))
   x = jax.random.normal(jax.random.key(1), (1,) + grid + (3,))
   y = np.asarray(conv(x))
   for c in range(3):
-    t = np.asarray(spectral_init.depthwise_grid_matrix(kernel[:, :, 0, c], grid))
+    t = np.asarray(grid_matrix(kernel[:, :, 0, c], grid))
     np.testing.assert_allclose(y[0, :, :, c].ravel(), t @ np.asarray(x[0, :, :, c]).ravel(),
                                rtol=1e-5, atol=1e-5)
-  jacobian = np.asarray(jax.jacobian(conv)(x)).reshape(x.size, x.size)
-  assert abs(float(spectral_init.depthwise_operator_norm(kernel, grid)) - np.linalg.norm(jacobian, 2)) < 1e-4
+  jacobian = np.asarray(jax.jit(jax.jacobian(conv))(x)).reshape(x.size, x.size)
+  assert abs(float(operator_norm(kernel, grid)) - np.linalg.norm(jacobian, 2)) < 1e-4
 
 
 def test_spectral_init_refuses_a_full_grid_convolution():
@@ -163,9 +168,9 @@ def test_grid_conv_matches_an_explicit_convolution_and_skips_cls(depthwise, size
   conv = GridConv(grid_size=(rows, cols), num_prefix_tokens=1, kernel_size=size,
                   depthwise=depthwise)
   x = jax.random.normal(jax.random.key(0), (2, 1 + rows * cols, d))
-  params = conv.init(jax.random.key(1), x)["params"]
+  params = jax.jit(conv.init)(jax.random.key(1), x)["params"]
   params = jax.tree_util.tree_map(lambda a: a + 0.1, params)   # non-zero bias
-  y = np.asarray(conv.apply({"params": params}, x))
+  y = np.asarray(jax.jit(conv.apply)({"params": params}, x))
   kernel = np.asarray(params["conv"]["kernel"])                  # (k, k, in/g, out)
   bias = np.asarray(params["conv"]["bias"])
   grid = np.asarray(x)[:, 1:].reshape(2, rows, cols, d)
@@ -196,10 +201,12 @@ def test_depthwise_conv_equals_flax_grouped_conv(size):
   import flax.linen as nn
   grid = jax.random.normal(jax.random.key(0), (2, 4, 4, 6))
   ours = DepthwiseConv(size)
-  params = jax.tree_util.tree_map(lambda a: a + 0.1, ours.init(jax.random.key(1), grid)["params"])
+  params = jax.tree_util.tree_map(lambda a: a + 0.1,
+                                  jax.jit(ours.init)(jax.random.key(1), grid)["params"])
   flax_conv = nn.Conv(6, (size, size), padding="SAME", feature_group_count=6)
-  np.testing.assert_allclose(ours.apply({"params": params}, grid),
-                             flax_conv.apply({"params": params}, grid), rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(jax.jit(ours.apply)({"params": params}, grid),
+                             jax.jit(flax_conv.apply)({"params": params}, grid),
+                             rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("size,grid", [(7, (17, 16)), (4, (12, 23))])
@@ -208,7 +215,7 @@ def test_power_iteration_norm_agrees_with_the_svd_on_grids_above_the_exact_limit
   # iteration; here it is checked against the SVD of every channel's matrix.
   assert grid[0] * grid[1] > spectral_init.EXACT_MAX_TOKENS
   kernel = jax.random.normal(jax.random.key(2), (size, size, 1, 4))
-  exact = max(np.linalg.norm(np.asarray(spectral_init.depthwise_grid_matrix(
-      kernel[:, :, 0, c], grid)), 2) for c in range(4))
-  found = float(spectral_init.depthwise_operator_norm(kernel, grid))
+  exact = max(np.linalg.norm(np.asarray(grid_matrix(kernel[:, :, 0, c], grid)), 2)
+              for c in range(4))
+  found = float(operator_norm(kernel, grid))
   assert found <= exact * (1 + 1e-5) and found == pytest.approx(exact, rel=1e-3)
