@@ -1,4 +1,4 @@
-"""Swin and LipsFormer-Swin (`models.swin`), its timm converter (`pretrained.swin_timm`)
+"""Swin and LipsFormer-Swin (`models.swin`), its timm converter (`models.swin_timm`)
 and the relative position bias (`attention.base.Attention.relative_position_bias`).
 
 Parameter counts by `jax.eval_shape`; the invariants on tiny models; the
@@ -17,7 +17,7 @@ from vit_spectral.attention import get_attention
 from vit_spectral.layers.windows import relative_position_index
 from vit_spectral.models.build import build_model
 from vit_spectral.models.layouts import layer_trees, to_layout, tree_layout
-from vit_spectral.pretrained import load_timm
+from vit_spectral.models.pretrained import load_timm
 from vit_spectral.models.specs import BlockSpec, EncoderSpec
 from vit_spectral.models.swin import Swin
 from vit_spectral.models.token_layouts import WindowLayout
@@ -62,16 +62,22 @@ def test_parameter_counts(name):
   assert count(build_model({"variant": name}, num_classes=1000)) == expected
 
 
-def test_swin_t_with_random_weights_equals_timm():
+@pytest.fixture(scope="module")
+def swin_t_fixture():
+  """The Swin-T fixture and its random weights (28M, drawn once for the module)."""
   fixture = fx.read_fixture("swin_tiny_patch4_window7_224")
-  model, variables = load_timm(fx.fixture_weights(fixture), "swin_tiny_patch4_window7_224")
+  return fixture, fx.fixture_weights(fixture)
+
+
+def test_swin_t_with_random_weights_equals_timm(swin_t_fixture):
+  fixture, weights = swin_t_fixture
+  model, variables = load_timm(dict(weights), "swin_tiny_patch4_window7_224")
   logits = jax.jit(model.apply)(variables, jnp.asarray(fx.images().transpose(0, 2, 3, 1)))
   assert fx.relative_error(logits, np.asarray(fixture["logits"])) <= 1e-4
 
 
-def test_a_missing_swin_tensor_is_named():
-  fixture = fx.read_fixture("swin_tiny_patch4_window7_224")
-  weights = fx.fixture_weights(fixture)
+def test_a_missing_swin_tensor_is_named(swin_t_fixture):
+  weights = dict(swin_t_fixture[1])
   del weights["layers.2.downsample.reduction.weight"]
   with pytest.raises(errors.WeightsMismatchError, match="stage_2/merge/reduction/kernel"):
     load_timm(weights, "swin_tiny_patch4_window7_224")
@@ -96,8 +102,9 @@ def test_shifted_windows_attend_within_their_region_only():
   brought together by the cyclic shift."""
   block = shifted_block()
   x = jax.random.normal(jax.random.key(1), (1, 16, 8))
-  variables = block.init(jax.random.key(2), (x, None), 0.0)
-  _, state = block.apply(variables, (x, None), 0.0, mutable=["intermediates"])
+  variables = jax.jit(block.init)(jax.random.key(2), (x, None), 0.0)
+  _, state = jax.jit(lambda v: block.apply(v, (x, None), 0.0, mutable=["intermediates"]))(
+      variables)
   maps = np.asarray(state["intermediates"]["attention"]["attention_weights"][0])  # (4, H, 4, 4)
   assert maps.shape == (4, 2, 4, 4)
   for w in range(4):
@@ -144,8 +151,8 @@ def test_shifted_window_attention_equals_a_numpy_masked_global_attention():
   restricted to each token's shifted window, plus the bias of the image offset."""
   block = shifted_block()
   x = jax.random.normal(jax.random.key(3), (1, 16, 8))
-  params = block.init(jax.random.key(4), (x, None), 0.0)["params"]
-  (out, _), _ = block.apply({"params": params}, (x, None), 0.0)
+  params = jax.jit(block.init)(jax.random.key(4), (x, None), 0.0)["params"]
+  (out, _), _ = jax.jit(block.apply)({"params": params}, (x, None), 0.0)
   expected = np.asarray(x[0]) + numpy_shifted_attention(params, x[0])
   np.testing.assert_allclose(np.asarray(out[0]), expected, rtol=1e-5, atol=1e-5)
 
@@ -160,13 +167,13 @@ def test_feat_scale_on_shifted_windows_takes_the_mean_of_the_merged_stage_map(fo
   block = shifted_block()
   block = block.clone(spec=block.spec.replace(feat_scale=True, **form_field))
   x = jax.random.normal(jax.random.key(3), (2, 16, 8))
-  params = block.init(jax.random.key(4), (x, None), 0.0)["params"]
+  params = jax.jit(block.init)(jax.random.key(4), (x, None), 0.0)["params"]
   assert set(params["feat_scale"]) == {"dc_scale", "hc_scale"}    # where they always were
   rng = np.random.default_rng(0)
   s, t = rng.standard_normal(8), rng.standard_normal(8)
   params = dict(params, feat_scale={"dc_scale": jnp.asarray(s, jnp.float32),
                                     "hc_scale": jnp.asarray(t, jnp.float32)})
-  (out, _), _ = block.apply({"params": params}, (x, None), 0.0)
+  (out, _), _ = jax.jit(block.apply)({"params": params}, (x, None), 0.0)
   for b in range(2):
     merged = numpy_shifted_attention(params, x[b])               # (16, 8)
     dc = merged.mean(axis=0, keepdims=True)                      # the whole 4x4 map
@@ -182,16 +189,18 @@ def test_relative_position_bias_equals_numpy_on_both_paths(name):
   x = jax.random.normal(jax.random.key(5), (2, 6, 8))
   kw = dict(num_heads=2, grid_size=grid, relative_position_bias=True)
   explicit = get_attention(name)(implementation="explicit", **kw)
-  params = explicit.init(jax.random.key(6), x)["params"]
+  params = jax.jit(explicit.init)(jax.random.key(6), x)["params"]
   table = np.asarray(params["relative_position_bias_table"])
   assert table.shape == (3 * 5, 2) and 0 < table.std() < 0.05
-  (y, _), state = explicit.apply({"params": params}, x, mutable=["intermediates"])
-  fused, _ = get_attention(name)(implementation="fused", **kw).apply({"params": params}, x)
+  (y, _), state = jax.jit(lambda p: explicit.apply({"params": p}, x, mutable=["intermediates"]))(
+      params)
+  fused, _ = jax.jit(get_attention(name)(implementation="fused", **kw).apply)(
+      {"params": params}, x)
   np.testing.assert_allclose(fused, y, rtol=1e-5, atol=1e-6)
   without = {k: v for k, v in params.items() if k != "relative_position_bias_table"}
-  _, plain_state = get_attention(name)(num_heads=2, grid_size=grid,
-                                       implementation="explicit").apply(
-      {"params": without}, x, mutable=["intermediates"])
+  plain = get_attention(name)(num_heads=2, grid_size=grid, implementation="explicit")
+  _, plain_state = jax.jit(lambda p: plain.apply({"params": p}, x, mutable=["intermediates"]))(
+      without)
   if name == "dot_product":   # log-probabilities differ by the bias, up to a row constant
     bias = np.stack([[table[relative_position_index(grid)[i, j]] for j in range(6)]
                      for i in range(6)]).transpose(2, 0, 1)
@@ -204,7 +213,7 @@ def test_relative_position_bias_equals_numpy_on_both_paths(name):
 def test_relative_position_bias_off_adds_no_parameters_and_changes_nothing():
   x = jax.random.normal(jax.random.key(7), (1, 6, 8))
   attention = get_attention("dot_product")(num_heads=2, grid_size=(2, 3))
-  params = attention.init(jax.random.key(0), x)["params"]
+  params = jax.eval_shape(attention.init, jax.random.key(0), x)["params"]
   assert set(params) == {"query", "key", "value", "out"}
   model = tiny_swin(relative_position_bias=False)
   shapes = jax.eval_shape(lambda v: model.init(jax.random.key(0), v),
@@ -213,24 +222,33 @@ def test_relative_position_bias_off_adds_no_parameters_and_changes_nothing():
 
 
 def test_attn_scale_and_feat_scale_at_zero_leave_swin_unchanged():
+  """At their init (ω = 0, FeatScale's s = t = 0) AttnScale and FeatScale leave
+  the function of the plain Swin: both models on the shared parameters agree.
+  One compile for the extended model (init and apply), one for the plain apply."""
   images = tiny_images()
   base = tiny_swin()
-  params = jax.jit(base.init)(jax.random.key(0), images)["params"]
+  old = flat(jax.eval_shape(base.init, jax.random.key(0), images)["params"])
   both = tiny_swin(BlockSpec(attention="attn_scale", feat_scale=True))
-  new = flat(jax.jit(both.init)(jax.random.key(1), images)["params"])
-  old = flat(params)
+
+  @jax.jit
+  def init_and_apply(key):
+    variables = both.init(key, images)
+    return variables["params"], both.apply(variables, images)
+
+  params, out_both = init_and_apply(jax.random.key(1))
+  new = flat(params)
   added = sorted(set(new) - set(old))
   assert added and all("omega" in p or "feat_scale" in p for p in added)
-  merged = {p: old.get(p, v) for p, v in new.items()}
+  assert {p: new[p].shape for p in old} == {p: v.shape for p, v in old.items()}
+  # The plain Swin on the parameters the two share.
   tree = {}
-  for path, value in merged.items():
+  for path in old:
     node = tree
     *parents, leaf = path.split("/")
     for key in parents:
       node = node.setdefault(key, {})
-    node[leaf] = value
-  np.testing.assert_allclose(jax.jit(both.apply)({"params": tree}, images),
-                             jax.jit(base.apply)({"params": params}, images),
+    node[leaf] = new[path]
+  np.testing.assert_allclose(out_both, jax.jit(base.apply)({"params": tree}, images),
                              rtol=1e-6, atol=1e-6)
 
 
@@ -239,13 +257,14 @@ def test_scan_and_loop_layouts_give_the_same_logits():
   fields = dict(window_size=4, depths=(3, 2))
   loop = tiny_swin(mode="loop", **fields)
   scan = tiny_swin(mode="scan", **fields)
-  params = jax.jit(loop.init)(jax.random.key(0), images)["params"]
+  # The loop model's init and its logits in one compile.
+  params, loop_logits = jax.jit(lambda key: (lambda v: (v["params"], loop.apply(v, images)))(
+      loop.init(key, images)))(jax.random.key(0))
   abstract = jax.eval_shape(lambda v: scan.init(jax.random.key(0), v), images)["params"]
   stacked = {k: (to_layout(v, tree_layout(abstract[k])) if k.startswith("stage_") else v)
              for k, v in params.items()}
   assert len(layer_trees(stacked["stage_0"])) == 3 == len(layer_trees(params["stage_0"]))
-  np.testing.assert_allclose(jax.jit(scan.apply)({"params": stacked}, images),
-                             jax.jit(loop.apply)({"params": params}, images),
+  np.testing.assert_allclose(jax.jit(scan.apply)({"params": stacked}, images), loop_logits,
                              rtol=1e-5, atol=1e-6)
 
 
@@ -253,14 +272,17 @@ def test_lipsformer_swin_and_eigen_value_output_run():
   images = tiny_images()
   lips = build_model({"variant": "LipsFormer-Swin-T", **TINY, "encoder_mode": "loop"},
                      num_classes=3)
-  variables = jax.jit(lips.init)(jax.random.key(0), images)
+  # Each model's init and logits in one compile.
+  init_and_apply = lambda model: jax.jit(  # noqa: E731
+      lambda key: (lambda v: (v, model.apply(v, images)))(model.init(key, images)))
+  variables, logits = init_and_apply(lips)(jax.random.key(0))
   assert "reduction" in variables["params"]["stage_1"]["merge"]
   assert variables["params"]["stage_1"]["merge"]["reduction"]["kernel"].shape == (2, 2, 8, 16)
-  assert np.isfinite(jax.jit(lips.apply)(variables, images)).all()
+  assert logits.shape == (2, 3) and np.isfinite(logits).all()
   figures = probe(lips, variables, images)     # the token figures of all 4 blocks, by stage
   assert figures["hc_dc_ratio"].shape == (4, 2) and list(figures["stage"]) == [0, 0, 1, 1]
   eigen = tiny_swin(BlockSpec(attention_kwargs={"value_output": "minus"}))
-  out = jax.jit(eigen.apply)(jax.jit(eigen.init)(jax.random.key(0), images), images)
+  _, out = init_and_apply(eigen)(jax.random.key(0))
   assert np.isfinite(out).all()
 
 
