@@ -28,7 +28,8 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 from vit_spectral.configs import digits_quadratic  # noqa: E402
-from vit_spectral.training import checkpointing, trainer  # noqa: E402
+from vit_spectral.durability import checkpointing  # noqa: E402
+from vit_spectral.training import trainer  # noqa: E402
 from vit_spectral.analysis import degenerate_heads, gaussian_heads, plot_attention_centres  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")

@@ -65,7 +65,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from vit_spectral.configs import digits_vit  # noqa: E402
-from vit_spectral.training import checkpointing, trainer  # noqa: E402
+from vit_spectral.durability import checkpointing  # noqa: E402
+from vit_spectral.training import trainer  # noqa: E402
 from vit_spectral.analysis import eigen, frequency  # noqa: E402
 from vit_spectral.data import input_pipeline  # noqa: E402
 from vit_spectral.models import build_model, per_layer  # noqa: E402

@@ -258,7 +258,7 @@ def gpu_child(args) -> None:
   """In the child (JAX_PLATFORMS=cpu, CUDA plugin on the path): compile DeiT-S with
   `--_gpu_child`'s mode for `--gpu_target`; prints one JSON line."""
   import importlib.util  # pylint: disable=import-outside-toplevel
-  from vit_spectral.training import dry_run, hlo_costs, target_dry_run
+  from vit_spectral.planning import dry_run, hlo_costs, target_dry_run
   spec = importlib.util.spec_from_file_location("imagenet_deit",
                                                 os.path.join(ROOT, "configs", "imagenet_deit.py"))
   module = importlib.util.module_from_spec(spec)

@@ -344,7 +344,7 @@ def hlo_counts(text: str) -> dict[str, Any]:
   """Fusions and custom calls of an optimized HLO module text: in the program
   ("static") and run per step (each loop body times its trip count, by
   `hlo_costs.HloModule.multiplicities`), custom calls by target."""
-  from vit_spectral.training import hlo_costs  # noqa: PLC0415
+  from vit_spectral.planning import hlo_costs  # noqa: PLC0415
   module = hlo_costs.HloModule.parse(text)
   runs = module.multiplicities()
   fused = _fused_computations(module)
@@ -481,7 +481,7 @@ def stacked_residuals(text: str, dims: Dims) -> dict[str, Any]:
   """The (L, B, ...) buffers of the step's loops over the encoder: what the
   scanned encoder's forward loop hands to its backward loop. Each buffer
   once (the largest loop holding it), by class and dtype."""
-  from vit_spectral.training import hlo_costs  # noqa: PLC0415
+  from vit_spectral.planning import hlo_costs  # noqa: PLC0415
   module = hlo_costs.HloModule.parse(text)
   best: dict[str, Any] = {}
   for name, instructions in module.computations.items():
@@ -672,8 +672,8 @@ def model_dims(config, batch_per_device: int) -> Dims:
 
 def compile_row(row: Row, target, devices, keep_text: str | None = None) -> dict[str, Any]:
   """Plans, lowers and compiles `row` for `target`: its figures (module docstring)."""
-  from vit_spectral.training import dry_run, hlo_costs, jaxpr_costs  # noqa: PLC0415
-  from vit_spectral.training import target_dry_run, tpu_targets  # noqa: PLC0415
+  from vit_spectral.planning import dry_run, hlo_costs, jaxpr_costs  # noqa: PLC0415
+  from vit_spectral.planning import target_dry_run, tpu_targets  # noqa: PLC0415
   config = row_config(row)
   depth = int(config.model.depth)
   result: dict[str, Any] = {"key": row.key, **dataclasses.asdict(row),
@@ -936,7 +936,7 @@ def main(argv: list[str]) -> int:
   if args.dry:
     print("\n".join(r.key for r in rows))
     return 0
-  from vit_spectral.training import target_dry_run  # noqa: PLC0415
+  from vit_spectral.planning import target_dry_run  # noqa: PLC0415
   target = target_dry_run.parse_target(args.target)
   devices = list(target.devices())
   results = load_results(args.results)

@@ -41,7 +41,8 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 from vit_spectral.configs import digits_vit  # noqa: E402
-from vit_spectral.training import checkpointing, trainer  # noqa: E402
+from vit_spectral.durability import checkpointing  # noqa: E402
+from vit_spectral.training import trainer  # noqa: E402
 from vit_spectral.analysis import attention_entropy, rank_residual_ratio, token_cosine_values  # noqa: E402
 from vit_spectral.data import input_pipeline  # noqa: E402
 from vit_spectral.models import build_model, per_layer  # noqa: E402

@@ -52,8 +52,9 @@ import numpy as np  # noqa: E402
 
 from vit_spectral import analysis  # noqa: E402
 from vit_spectral.data.analysis_images import EvalTransform, dataset_images  # noqa: E402
-from vit_spectral.models import build_model, pretrained, timm_preprocessing  # noqa: E402
-from vit_spectral.models import cait_timm, swin_timm  # noqa: E402
+from vit_spectral.models import build_model  # noqa: E402
+from vit_spectral.pretrained import loading as pretrained, timm_preprocessing  # noqa: E402
+from vit_spectral.pretrained import cait_timm, swin_timm  # noqa: E402
 from benchmarks.figures import (  # noqa: E402
     add_results_flags, new_figure, read_results, save_next_to, write_results)
 

@@ -43,7 +43,7 @@ import jax  # noqa: E402
 import ml_collections  # noqa: E402
 import numpy as np  # noqa: E402
 
-from vit_spectral.training import checkpointing  # noqa: E402
+from vit_spectral.durability import checkpointing  # noqa: E402
 from vit_spectral.analysis import probe  # noqa: E402
 from vit_spectral.data import input_pipeline  # noqa: E402
 from vit_spectral.models import build_model  # noqa: E402

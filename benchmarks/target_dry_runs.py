@@ -15,7 +15,7 @@ or libtpu, jax-cuda12-plugin and jax-cuda12-pjrt alone on PYTHONPATH). Results:
 benchmarks/results/target_dry_runs.json (and .png); the README shows them between
 `<!-- target-dry-runs:begin -->` and `<!-- target-dry-runs:end -->`. The figures are
 the TPU compiler's memory analysis and our roofline over its cost analysis
-(`vit_spectral.training.target_dry_run`), not measurements.
+(`vit_spectral.planning.target_dry_run`), not measurements.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ rules), on synthetic images. For each configuration it reports:
                        as `train.py --dry_run`
   flops_per_image      model FLOPs of the train step (forward + backward) per
                        image: every matmul and convolution of its jaxpr
-                       (`training.jaxpr_costs.matmul_flops`, the counter of
+                       (`planning.jaxpr_costs.matmul_flops`, the counter of
                        `train.py --dry_run`; "flops_source": "jaxpr"), on
                        every backend, so MFU means the same on a GPU (where
                        XLA's cost analysis has no FLOPs: cuBLAS and cuDNN
@@ -86,7 +86,8 @@ from vit_spectral.attention.value_output import VALUE_OUTPUTS  # noqa: E402
 from vit_spectral.models import build_model, registered_model_names  # noqa: E402
 from vit_spectral.models.specs import ENCODER_MODES  # noqa: E402
 from vit_spectral.models.variants import MODEL_NAMES, variant_fields  # noqa: E402
-from vit_spectral.training import jaxpr_costs, sharding, steps  # noqa: E402
+from vit_spectral.planning import jaxpr_costs  # noqa: E402
+from vit_spectral.training import sharding, steps  # noqa: E402
 from vit_spectral.training.optim import OptimSettings, make_optimizer  # noqa: E402
 from vit_spectral.training.train_state import TrainState  # noqa: E402
 

@@ -90,7 +90,7 @@ import jax.numpy as jnp  # noqa: E402
 
 from benchmarks import throughput  # noqa: E402
 from benchmarks.vs_timm import shuffled_rounds  # noqa: E402
-from vit_spectral.training import jaxpr_costs  # noqa: E402
+from vit_spectral.planning import jaxpr_costs  # noqa: E402
 
 # --models key -> (our registered name, timm's model name).
 MODELS = {"Ti": ("Ti/16", "vit_tiny_patch16_224"), "S": ("S/16", "vit_small_patch16_224"),

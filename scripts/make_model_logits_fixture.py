@@ -24,7 +24,7 @@ import numpy as np
 from vit_spectral.models import build_model, registered_model_names
 from vit_spectral.models.backbone import model_entry
 from vit_spectral.models.layouts import scan_to_loop
-from vit_spectral.models.pretrained import flat_paths
+from vit_spectral.pretrained.converter import flat_paths
 from vit_spectral.models.variants import MODEL_NAMES
 
 OUT = pathlib.Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "model_logits"

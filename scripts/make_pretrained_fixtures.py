@@ -3,7 +3,7 @@
   PYTHONPATH=. /path/to/torch-venv/bin/python scripts/make_pretrained_fixtures.py [--check]
 
 Needs torch, timm and this package's own dependencies (the family patterns
-of models.pretrained pick timm's names; --check runs our converters); run it
+of pretrained.loading pick timm's names; --check runs our converters); run it
 from the repository root in an environment that has them all.
 
 Decision: the tests compare our converters with fixtures, not with a live
@@ -29,8 +29,8 @@ forward in float32 on two seeded 224² images, and writes the logits:
                                   global_pool="avg", fc_norm=False, no_embed_class=True)
   cait_xxs24_224.json             timm CaiT-XXS24 (LayerScale γ and talking heads at
   cait_s24_224.json               the scales of pretrained_fixtures.scale_of); read by
-                                  models.cait_timm through pretrained.load_timm
-  swin_tiny_patch4_window7_224.json  timm Swin-T, read by models.swin_timm
+                                  pretrained.cait_timm through pretrained.load_timm
+  swin_tiny_patch4_window7_224.json  timm Swin-T, read by pretrained.swin_timm
   deit3_small_patch16_224.json    timm DeiT-III S/16 (LayerScale, no_embed_class)
   deit_tiny_distilled_patch16_224.json  distilled DeiT-Ti (dist token, head_dist)
   vit_small_patch14_dinov2.json   DINOv2 S/14 (LayerScale, no head: features), and
@@ -51,7 +51,7 @@ forward in float32 on two seeded 224² images, and writes the logits:
                                   pretrained cfg) of every pretrained tag of every
                                   architecture load_timm reads, and each bare
                                   name's default tag: our table
-                                  (models.timm_preprocessing) is checked against it
+                                  (pretrained.timm_preprocessing) is checked against it
   timm_architectures.json         timm's list of each family's architecture names
                                   and each one's shape, read from the model timm
                                   builds (on the meta device: no weights), which
@@ -59,7 +59,7 @@ forward in float32 on two seeded 224² images, and writes the logits:
   posemb_resample.json            timm's resample_abs_pos_embed on seeded
                                   1+7x7 -> 1+12x12 and 1+14x14 -> 1+10x10 embeddings
 
---check also runs our converters (models.pretrained) on the same weights and
+--check also runs our converters (pretrained.loading) on the same weights and
 prints the relative error ‖ours - timm‖ / ‖timm‖ of each (the tests require
 <= 1e-4).
 """
@@ -144,7 +144,7 @@ def make_timm(name: str, seed: int, images: np.ndarray, check: bool,
                "versions": versions()})
   if check:
     import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
-    from vit_spectral.models import pretrained  # pylint: disable=import-outside-toplevel
+    from vit_spectral.pretrained import loading as pretrained  # pylint: disable=import-outside-toplevel
     ours_model, variables = pretrained.load_timm(weights, name)
     ours = np.asarray(ours_model.apply(variables, jnp.asarray(images.transpose(0, 2, 3, 1))))
     print(f"  check {name}: relative error {fx.relative_error(ours, logits):.2e}, "
@@ -167,7 +167,7 @@ def make_big_vision(name: str, seed: int, tensor_args: dict, timm_args: dict, va
                  "logits": logits.tolist(), "versions": versions()})
     if check:
       import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
-      from vit_spectral.models import pretrained  # pylint: disable=import-outside-toplevel
+      from vit_spectral.pretrained import loading as pretrained  # pylint: disable=import-outside-toplevel
       x = jnp.asarray(images.transpose(0, 2, 3, 1))
       for activation in ("gelu_erf", "gelu_tanh"):
         ours_model, variables = pretrained.load_big_vision(
@@ -197,11 +197,11 @@ def supported_architectures() -> dict[str, list[str]]:
   """timm's architecture names of each family load_timm reads: the ViT
   families (every name timm registers that matches the family's pattern) and
   the converters' names."""
-  from vit_spectral.models import pretrained  # pylint: disable=import-outside-toplevel
+  from vit_spectral.pretrained import loading as pretrained  # pylint: disable=import-outside-toplevel
   out = {family: [n for n in timm.list_models() if pattern.fullmatch(n)]
-         for family, pattern in pretrained._TIMM_FAMILIES.items()}  # pylint: disable=W0212
-  for prefix, names in pretrained._TIMM_CONVERTER_NAMES.items():  # pylint: disable=W0212
-    out[prefix.rstrip("_")] = list(names)
+         for family, pattern in timm_names._TIMM_FAMILIES.items()}  # pylint: disable=W0212
+  for prefix, converter in pretrained.family_converters().items():
+    out[prefix.rstrip("_")] = list(converter.names)
   return out
 
 

@@ -65,7 +65,7 @@ def test_cait_finetune_recipe_is_app_g1s(variant, drop_path, method):
   2 GPUs x 128 with 1 warmup epoch and --min-lr 1e-6."""
   from vit_spectral.configs import cait_finetune_fourier  # noqa: PLC0415
   from vit_spectral.models.cait import CaiT, VARIANTS  # noqa: PLC0415
-  from vit_spectral.models.cait_timm import TIMM_NAMES  # noqa: PLC0415
+  from vit_spectral.pretrained.cait_timm import TIMM_NAMES  # noqa: PLC0415
   from vit_spectral.training.optim import peak_learning_rate  # noqa: PLC0415
   config = cait_finetune_fourier.get_config(f"variant={variant},method={method}")
   validate_config(config)

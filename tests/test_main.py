@@ -12,7 +12,8 @@ import pytest
 
 from vit_spectral import configs, errors, main
 from vit_spectral.main import CommandLineError, resolve_recipe_names
-from vit_spectral.training import durations, run_settings, target_dry_run, tpu_targets, trainer
+from vit_spectral.training import durations, run_settings, trainer
+from vit_spectral.planning import target_dry_run, tpu_targets
 from vit_spectral.training.optim import check_schedule_length
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -192,7 +193,7 @@ def test_a_failed_run_is_one_message_and_exit_code_1(monkeypatch, exits, error, 
 
 
 def test_a_failed_dry_run_is_one_message(monkeypatch, exits):
-  from vit_spectral.training import dry_run  # noqa: PLC0415
+  from vit_spectral.planning import dry_run  # noqa: PLC0415
   monkeypatch.setattr(dry_run, "dry_run", _raising(errors.ConfigError("input.batch_size=100")))
   with pytest.raises(_Exited):
     main.train({}, "/w", dry_run=True)

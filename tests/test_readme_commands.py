@@ -157,7 +157,7 @@ def test_the_analyse_commands_are_found():
 def test_a_printed_analyse_command_parses(where, args):
   del where
   from vit_spectral import analyse  # noqa: PLC0415
-  from vit_spectral.models.timm_preprocessing import timm_preprocessing  # noqa: PLC0415
+  from vit_spectral.pretrained.timm_preprocessing import timm_preprocessing  # noqa: PLC0415
   try:
     parsed = analyse.parse_args(args)
   except SystemExit:

@@ -11,7 +11,7 @@ import pytest
 
 from benchmarks import target_dry_runs
 from vit_spectral import configs
-from vit_spectral.training import target_dry_run
+from vit_spectral.planning import target_dry_run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -7,7 +7,7 @@ r"""vit-spectral-analyse: the per-layer diagnostics of a run or a pretrained che
       --split=validation --out=analysis/augreg_b16
   python -m vit_spectral.analyse ...        (the same command)
 
-The model: a trainer workdir (`analysis.load_workdir`: config.json and the
+The model: a trainer workdir (`workdir.load_workdir`: config.json and the
 newest finished checkpoint, EMA parameters when the run keeps them; a run
 still training can be read), or a timm / big_vision weights file
 (`models.load_timm`, `models.load_big_vision`).
@@ -16,7 +16,7 @@ The images: the run's own eval split, preprocessed as the run evaluates
 (the default for --workdir); or --dataset (a prepared TFDS name, or the
 built-in "digits", the default for a weights file) or --images (a folder),
 read raw and preprocessed as the model expects: a run's eval transform, a
-timm model's own (`models.timm_preprocessing`), big_vision's resize to the
+timm model's own (`pretrained.timm_preprocessing`), big_vision's resize to the
 model's side and [-1, 1] values.
 
 What it writes to --out (and prints the per-layer table):
@@ -103,7 +103,7 @@ def _workdir_transform(config):
 
 def _timm_transform(name: str, image_size: int | None):
   from vit_spectral.data.analysis_images import EvalTransform
-  from vit_spectral.models import timm_preprocessing
+  from vit_spectral.pretrained import timm_preprocessing
   pre = timm_preprocessing(name)
   if pre.interpolation not in ("bilinear", "bicubic"):
     raise ValueError(f"{name} was evaluated with {pre.interpolation!r} resizing; the "
@@ -149,7 +149,7 @@ def _images(args, transform, config=None) -> tuple[np.ndarray, str]:
 def _load(args) -> dict[str, Any]:
   """The model, variables, images and what they are."""
   if args.workdir:
-    from vit_spectral.analysis.workdir import read_workdir
+    from vit_spectral.workdir import read_workdir
     run = read_workdir(args.workdir, params=args.params, step=args.step)
     images, described = _images(args, _workdir_transform(run.config), run.config)
     return dict(model=run.model, variables=run.variables, images=images, images_from=described,
@@ -157,7 +157,7 @@ def _load(args) -> dict[str, Any]:
                 source={"workdir": os.path.abspath(args.workdir), "step": run.step,
                         "params": run.params})
   from vit_spectral import errors
-  from vit_spectral.models import pretrained
+  from vit_spectral.pretrained import loading as pretrained
   try:
     if args.timm:
       model, variables = pretrained.load_timm(args.weights, args.timm,

@@ -39,14 +39,14 @@ class CheckpointSaveError(RunError):
 
 
 class WeightsMismatchError(RunError, ValueError):
-  """Pretrained weights do not fit the model (`models.pretrained`): the
+  """Pretrained weights do not fit the model (`pretrained.loading`): the
   message names the first tensor whose name or shape does not fit; nothing
   was loaded."""
 
 
 class RunPreempted(RunError):
   """SIGTERM or SIGINT stopped the run at a step all processes agreed on,
-  after saving that step (`training.preemption`): not a failure. The command
+  after saving that step (`durability.preemption`): not a failure. The command
   line exits with `preemption.PREEMPTED_EXIT_CODE`; the same command resumes.
 
   Attributes:

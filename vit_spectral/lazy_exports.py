@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping
 
 class _Package(types.ModuleType):
   """A package whose exported name is also one of its submodules' names
-  (`models.timm_preprocessing`, the function, in the module of that name):
+  (`pretrained.timm_preprocessing`, the function, in the module of that name):
   when the import system sets the submodule as the package's attribute (on
   its first import, from anywhere), the exported name keeps its meaning."""
 
@@ -32,10 +32,17 @@ class _Package(types.ModuleType):
     super().__setattr__(name, value)
 
 
+def _module_path(package: str, module: str) -> str:
+  """A submodule of `package` by its relative name, or a module of another
+  wing by its full name ("vit_spectral...": a name that moved, kept where
+  users import it)."""
+  return module if module.startswith("vit_spectral.") else f"{package}.{module}"
+
+
 def exports(package: str, names: Mapping[str, str]
             ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
   """(`__getattr__`, `__dir__`) for `package`: each of `names` (name ->
-  submodule, relative to `package`) is that submodule's attribute, and a
+  submodule, relative to `package`, or a full module name) is that module's attribute, and a
   submodule's own name is the submodule (unless it is also an exported name:
   then the export)."""
   module = sys.modules[package]
@@ -44,7 +51,7 @@ def exports(package: str, names: Mapping[str, str]
 
   def getattr_(name: str) -> Any:
     if name in names:
-      value = getattr(importlib.import_module(f"{package}.{names[name]}"), name)
+      value = getattr(importlib.import_module(_module_path(package, names[name])), name)
       setattr(module, name, value)
       return value
     try:

@@ -41,7 +41,7 @@ with the traceback in the workdir's log file once the run holds the workdir.
 
 Stops: SIGTERM (preemption, maintenance) or SIGINT (Ctrl-C) during training
 finishes the step in flight, saves it (all processes agree on the step) and
-exits with code 75 (`training.preemption.PREEMPTED_EXIT_CODE`) after one line,
+exits with code 75 (`durability.preemption.PREEMPTED_EXIT_CODE`) after one line,
 "stopped at step N on SIGTERM: its checkpoint is saved; resume with the same
 command"; the launchers rerun the command on that code.
 """
@@ -358,7 +358,7 @@ def _write_json(path: str | None, report: dict[str, Any]) -> None:
 def run_dry_run(settings, target: str | None = None, json_path: str | None = None) -> None:
   """`--dry_run` of the typed `settings` (`config_checks.check_config`) on the
   devices present, or with `target` for a TPU slice or GPU host
-  (`training.target_dry_run`, which converts each variant of the config it
+  (`planning.target_dry_run`, which converts each variant of the config it
   tries); prints the report and writes it to `json_path`.
 
   Raises:
@@ -366,12 +366,12 @@ def run_dry_run(settings, target: str | None = None, json_path: str | None = Non
       after its JSON is written).
   """
   if target is None:
-    from vit_spectral.training import dry_run as dry_run_lib  # pylint: disable=import-outside-toplevel
+    from vit_spectral.planning import dry_run as dry_run_lib  # pylint: disable=import-outside-toplevel
     report = dry_run_lib.dry_run(settings)
     print(report.summary())
     _write_json(json_path, dataclasses.asdict(report))
     return
-  from vit_spectral.training import target_dry_run as tdr  # pylint: disable=import-outside-toplevel
+  from vit_spectral.planning import target_dry_run as tdr  # pylint: disable=import-outside-toplevel
   try:
     report = tdr.target_dry_run(settings.config, target)
   except tdr.HbmExceededError as e:
@@ -395,7 +395,7 @@ def train(settings, workdir: str, dry_run: bool = False, target: str | None = No
     metrics = trainer.train_and_evaluate(settings, workdir)
     logging.info("final: %s", metrics)
   except errors.RunPreempted as stop:  # saved: the launchers rerun on this code
-    from vit_spectral.training import preemption  # pylint: disable=import-outside-toplevel
+    from vit_spectral.durability import preemption  # pylint: disable=import-outside-toplevel
     _exit_now(str(stop), preemption.PREEMPTED_EXIT_CODE)
   except Exception as error:  # pylint: disable=broad-except
     message = failure_message(error)
@@ -411,7 +411,7 @@ def main(argv):
     if getattr(_FLAGS, name).value and not _FLAGS.dry_run.value:
       _exit_now(f"error: --{name} is a --dry_run option; add --dry_run", USAGE_EXIT_CODE)
   if _FLAGS.target.value:
-    from vit_spectral.training import target_dry_run as tdr  # pylint: disable=import-outside-toplevel
+    from vit_spectral.planning import target_dry_run as tdr  # pylint: disable=import-outside-toplevel
     try:
       tdr.parse_target(_FLAGS.target.value)
     except tdr.tpu_targets.UnknownTargetError as e:

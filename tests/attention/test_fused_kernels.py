@@ -20,7 +20,7 @@ from tests.attention.test_fused_attention import (BATCH, FUSED_VARIANTS, HEADS, 
                                                   masks, random_params)
 from vit_spectral import backends
 from vit_spectral.attention import fused
-from vit_spectral.training import hlo_costs, jaxpr_costs
+from vit_spectral.planning import hlo_costs, jaxpr_costs
 
 
 def qkv(batch=3, tokens=13, heads=2, head_dim=8, keys=None, seed=0):

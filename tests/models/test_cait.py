@@ -1,4 +1,4 @@
-"""CaiT (models.cait, models.cait_timm), talking heads and class attention."""
+"""CaiT (models.cait, pretrained.cait_timm), talking heads and class attention."""
 
 import jax
 import jax.numpy as jnp
@@ -10,7 +10,7 @@ from vit_spectral import errors
 from vit_spectral.analysis.probe import probe
 from vit_spectral.attention import get_attention
 from vit_spectral.configs import common
-from vit_spectral.models import cait_timm, pretrained
+from vit_spectral.pretrained import cait_timm, loading as pretrained
 from vit_spectral.models.build import build_model
 from vit_spectral.models.cait import CaiT
 from vit_spectral.models.swin import Swin

@@ -19,7 +19,7 @@ import pytest
 
 from vit_spectral.models import build_model
 from vit_spectral.models.layouts import to_layout, tree_layout
-from vit_spectral.models.pretrained import nest_paths
+from vit_spectral.pretrained.converter import nest_paths
 from vit_spectral.models.backbone import registered_model_names
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "model_logits"

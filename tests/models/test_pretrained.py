@@ -1,4 +1,4 @@
-"""Pretrained weights in (`models.pretrained`): the converted models compute timm's
+"""Pretrained weights in (`pretrained.loading`): the converted models compute timm's
 own function, within 1e-4 relative in float32.
 
 The references are fixtures (tests/fixtures/pretrained/, written by
@@ -22,10 +22,10 @@ from vit_spectral.analysis import eigen
 from vit_spectral.analysis.probe import probe
 from vit_spectral.models import per_layer, posemb
 from vit_spectral.models import TimmPreprocessing, timm_preprocessing
-from vit_spectral.models.pretrained import (TIMM_ARCHITECTURES, known_timm_names,
+from vit_spectral.pretrained.loading import (TIMM_ARCHITECTURES, known_timm_names,
                                             load_big_vision, load_into, load_timm,
                                             timm_model_config)
-from vit_spectral.models.timm_preprocessing import timm_pretrained_names
+from vit_spectral.pretrained.timm_preprocessing import timm_pretrained_names
 
 TOLERANCE = 1e-4
 SMALL = 64            # a cheap resolution: 4x4 patches + CLS

@@ -1,4 +1,4 @@
-"""Swin and LipsFormer-Swin (`models.swin`), its timm converter (`models.swin_timm`)
+"""Swin and LipsFormer-Swin (`models.swin`), its timm converter (`pretrained.swin_timm`)
 and the relative position bias (`attention.base.Attention.relative_position_bias`).
 
 Parameter counts by `jax.eval_shape`; the invariants on tiny models; the
@@ -17,7 +17,7 @@ from vit_spectral.attention import get_attention
 from vit_spectral.layers.windows import relative_position_index
 from vit_spectral.models.build import build_model
 from vit_spectral.models.layouts import layer_trees, to_layout, tree_layout
-from vit_spectral.models.pretrained import load_timm
+from vit_spectral.pretrained import load_timm
 from vit_spectral.models.specs import BlockSpec, EncoderSpec
 from vit_spectral.models.swin import Swin
 from vit_spectral.models.token_layouts import WindowLayout

@@ -22,7 +22,7 @@ end of each file of step 30, one (file, position) at a time, restored as the
 trainer restores: step 30 bit-identical to the reference's where nothing
 reads those bytes, else step 30 moved aside (one plain warning line naming
 the file) and step 20 bit-identical to the reference's; what each file does
-is in `vit_spectral.training.checkpointing`'s docstring. A full rerun for the
+is in `vit_spectral.durability.checkpointing`'s docstring. A full rerun for the
 issue's case (the start of the largest data file) is among the five above.
 
 Save failures: orbax's own file writes (`async_path.write_text`, what it
@@ -47,7 +47,10 @@ from orbax.checkpoint._src.path import async_path
 
 from vit_spectral import errors
 from vit_spectral.configs import digits_vit
-from vit_spectral.training import checkpointing, resume, state_fingerprint, trainer
+from vit_spectral.durability import checkpointing, resume, state_fingerprint
+
+# End-to-end runs: .ci/run runs them as a step of their own (pyproject's markers).
+from vit_spectral.training import trainer
 
 # End-to-end runs: .ci/run runs them as a step of their own (pyproject's markers).
 pytestmark = pytest.mark.extended

@@ -15,7 +15,8 @@ from vit_spectral.configs import digits_vit
 from vit_spectral.data import create_eval_dataset
 from vit_spectral.models import build_model, per_layer
 from vit_spectral.models.layouts import layer_trees, loop_to_scan
-from vit_spectral.training import checkpointing, config_checks, trainer
+from vit_spectral.durability import checkpointing
+from vit_spectral.training import config_checks, trainer
 from vit_spectral.training.diagnostics import (DiagnosticsSettings, fixed_images,
                                                layer_diagnostics)
 from vit_spectral.training.event_files import layer_series, read_scalars

@@ -1,4 +1,4 @@
-"""`train.py --dry_run` (`training.dry_run`): every shipped recipe compiles its
+"""`train.py --dry_run` (`planning.dry_run`): every shipped recipe compiles its
 sharded train step on 1, 2, 4, 8 and 16 devices, with its own batch sizes and
 mesh, without data; bad batches stop it with one line.
 
@@ -58,7 +58,7 @@ def dry_run_recipes(shard: int, num_shards: int):
   import jax  # noqa: PLC0415
   jax.config.update("jax_disable_most_optimizations", True)
   from vit_spectral.configs import recipe_names  # noqa: PLC0415
-  from vit_spectral.training import dry_run  # noqa: PLC0415
+  from vit_spectral.planning import dry_run  # noqa: PLC0415
   for name in recipe_names()[shard::num_shards]:
     for count in DEVICE_COUNTS:
       row = dict(name=name, devices=count)

@@ -1,5 +1,5 @@
 """`--dry_run`'s FLOPs count every layer whatever the encoder mode
-(`training.dry_run`): a tiny ViT's reported matmul FLOPs equal 2·M·N·K summed
+(`planning.dry_run`): a tiny ViT's reported matmul FLOPs equal 2·M·N·K summed
 by hand over its layers, in scan and in loop mode, and grow with depth by the
 blocks' share; XLA's count of the compiled step (every loop iteration) agrees
 between the modes and grows alike; the hierarchical and CaiT backbones count
@@ -17,7 +17,7 @@ import jax
 import pytest
 
 from vit_spectral.configs import digits_vit
-from vit_spectral.training import dry_run
+from vit_spectral.planning import dry_run
 
 # digits_vit's shape: 8×8×1 images, 2×2 patches (16 tokens + CLS), width 64,
 # 4 heads, MLP 128, 10 classes.

@@ -33,7 +33,8 @@ import pytest
 from vit_spectral import data, errors
 from vit_spectral.configs import digits_vit
 from vit_spectral.data import input_pipeline
-from vit_spectral.training import checkpointing, preemption, trainer
+from vit_spectral.durability import checkpointing, preemption
+from vit_spectral.training import trainer
 from tests.training.cluster import Cluster
 from tests.training.run_control import recording_ids, stop_at
 
@@ -52,7 +53,7 @@ ENTRY = r'''
 import json, os
 from vit_spectral import main
 from vit_spectral.data import input_pipeline
-from vit_spectral.training import preemption
+from vit_spectral.durability import preemption
 from tests.training.run_control import StreamTap, stop_at
 
 out = os.environ["MULTIPROCESS_TEST_OUT"]

@@ -1,4 +1,4 @@
-"""`training.hlo_costs`: a compiled step's FLOPs with every loop iteration
+"""`planning.hlo_costs`: a compiled step's FLOPs with every loop iteration
 counted, checked against the same computation unrolled and against 2·M·N·K;
 trip counts, data-dependent loops and collectives read from the HLO."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from vit_spectral.training import hlo_costs, jaxpr_costs
+from vit_spectral.planning import hlo_costs, jaxpr_costs
 
 M, K = 32, 64
 LAYERS = 6

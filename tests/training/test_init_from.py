@@ -16,7 +16,11 @@ from vit_spectral import errors
 from vit_spectral.configs import digits_vit
 from vit_spectral.models import posemb
 from vit_spectral.configs import transfer_linear_probe
-from vit_spectral.training import checkpointing, config_checks, dry_run, init_from, trainer
+from vit_spectral.durability import checkpointing
+
+from vit_spectral.training import config_checks, init_from, trainer
+
+from vit_spectral.planning import dry_run
 
 SOURCE_STEPS, FINETUNE_STEPS = 150, 40
 

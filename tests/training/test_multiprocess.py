@@ -49,7 +49,8 @@ import pytest
 from vit_spectral import data
 from vit_spectral.configs import digits_vit
 from vit_spectral.data import input_pipeline
-from vit_spectral.training import checkpointing, distributed, sharding, trainer
+from vit_spectral.durability import checkpointing
+from vit_spectral.training import distributed, sharding, trainer
 from tests.training.cluster import Cluster
 
 # End-to-end runs: .ci/run runs them as a step of their own (pyproject's markers).
@@ -79,7 +80,9 @@ ENTRY = r'''
 import json, os
 import jax, numpy as np
 from vit_spectral import main
-from vit_spectral.training import checkpointing, sharding
+from vit_spectral.durability import checkpointing
+
+from vit_spectral.training import sharding
 
 out = os.environ["MULTIPROCESS_TEST_OUT"]
 global_batch = sharding.global_batch

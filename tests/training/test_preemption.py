@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 
 from vit_spectral import data
-from vit_spectral.training import checkpointing, preemption, resume
+from vit_spectral.durability import checkpointing, preemption, resume
 from tests.cpu_flags import xla_flags
 from tests.training.cluster import ROOT, Cluster
 from tests.training.run_control import assert_trees_equal

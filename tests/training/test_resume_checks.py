@@ -11,7 +11,10 @@ import pytest
 
 from vit_spectral import errors
 from vit_spectral.configs import cifar10_vit, digits_vit
-from vit_spectral.training import resume, trainer
+from vit_spectral.durability import resume
+
+
+from vit_spectral.training import trainer
 
 
 def tiny_config(arg="depth=1,width=16,heads=2,steps=6"):

@@ -21,7 +21,8 @@ import pytest
 from vit_spectral import errors
 from vit_spectral.configs import digits_vit
 from vit_spectral.data import input_pipeline
-from vit_spectral.training import checkpointing, preemption, trainer
+from vit_spectral.durability import checkpointing, preemption
+from vit_spectral.training import trainer
 from tests.training.run_control import StreamTap, assert_trees_equal, stop_at
 
 # End-to-end runs: .ci/run runs them as a step of their own (pyproject's markers).

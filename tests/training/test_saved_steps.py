@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 
-from vit_spectral.training import checkpointing
+from vit_spectral.durability import checkpointing
 
 
 def _workdir_with_steps(tmp_path, steps):

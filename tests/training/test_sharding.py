@@ -11,7 +11,8 @@ import pytest
 from jax.sharding import NamedSharding, PartitionSpec as P
 
 from vit_spectral.configs import common
-from vit_spectral.training import checkpointing, optim, sharding, steps
+from vit_spectral.durability import checkpointing
+from vit_spectral.training import optim, sharding, steps
 from vit_spectral.models import build_model
 from vit_spectral.training.train_state import TrainState
 

@@ -24,7 +24,7 @@ import orbax.checkpoint as ocp
 import pytest
 
 from vit_spectral import data
-from vit_spectral.training.checkpointing import latest_params
+from vit_spectral.durability.checkpointing import latest_params
 from tests.cpu_flags import xla_flags
 
 # End-to-end runs: .ci/run runs them as a step of their own (pyproject's markers).

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from vit_spectral.training import state_fingerprint
+from vit_spectral.durability import state_fingerprint
 
 
 def numpy_fingerprint(x: np.ndarray) -> int:

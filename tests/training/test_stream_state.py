@@ -1,4 +1,4 @@
-"""The stream position saved with each checkpoint (`training.stream_state`):
+"""The stream position saved with each checkpoint (`durability.stream_state`):
 its arithmetic, its JSON, the resume rules and the rows a process reads."""
 
 import jax
@@ -7,8 +7,8 @@ import pytest
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from vit_spectral import errors
-from vit_spectral.training import stream_state
-from vit_spectral.training.stream_state import Rollback, StreamState
+from vit_spectral.durability import stream_state
+from vit_spectral.durability.stream_state import Rollback, StreamState
 
 
 def test_position_advances_and_skips_in_examples_per_shard():

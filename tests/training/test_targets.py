@@ -1,5 +1,5 @@
-"""`training.tpu_targets`, `training.gpu_targets` and the arithmetic of
-`training.target_dry_run`
+"""`planning.tpu_targets`, `planning.gpu_targets` and the arithmetic of
+`planning.target_dry_run`
 (slice names, topologies, the roofline, the compiler's out-of-memory line),
 without libtpu or the CUDA plugin; the compiles themselves run in CI's step
 (.ci/check_target_dry_runs.py) and in benchmarks/target_dry_runs.py."""
@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from vit_spectral.training import gpu_targets, target_dry_run, tpu_targets
+from vit_spectral.planning import gpu_targets, target_dry_run, tpu_targets
 
 
 @pytest.mark.parametrize("name, chips, topology, wrap", [

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from vit_spectral import errors
-from vit_spectral.training import checkpointing, workdir_lock
+from vit_spectral.durability import checkpointing, workdir_lock
 from tests.cpu_flags import xla_flags
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -12,7 +12,6 @@ Each function cites the paper and equation it implements.
                       `sow_attention`)
   layer_metrics       the metric names and the one function of each
   plots               per-layer figures of one model or several
-  workdir             `load_workdir`: a trainer run's model, variables, config
 
   frequency           DC/HC decomposition and ratios (paper 000, Def. 1, App. G.3)
   attention_spectrum  row norms of F·A·F⁻¹ (paper 000, App. F.2)
@@ -33,7 +32,6 @@ from vit_spectral.analysis.diagnosis import Comparison, Diagnosis, compare, diag
 from vit_spectral.analysis.layer_metrics import known_metric_names
 from vit_spectral.analysis.plots import plot_diagnoses, plot_spectra
 from vit_spectral.analysis.protocol import diagnosable, sow_attention
-from vit_spectral.analysis.workdir import load_workdir
 from vit_spectral.analysis.eigen import (
     Dominating, DominatingCounts, asymmetry, condition_number, dominating_counts, dominating_eigenvalue,
     dominating_from_spectra, h_matrix, head_h_spectra, layer_kernels, perron_index,
@@ -65,3 +63,12 @@ __all__ = [
     "smoothing_rate_bound", "sow_attention", "theorem4_dominating", "token_cosine_similarity",
     "token_cosine_values", "token_residual", "vit_lipschitz_bound",
 ]
+
+
+def __getattr__(name: str):
+  """`load_workdir` lives above analysis and training (`vit_spectral.workdir`,
+  which reads the trainer's checkpoints); it stays importable from here."""
+  if name == "load_workdir":
+    from vit_spectral.workdir import load_workdir  # pylint: disable=import-outside-toplevel
+    return load_workdir
+  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -27,7 +27,7 @@ from the same weights. Not measured here.
 
 The model: CaiT-XXS24 / CaiT-S24 as timm's `cait_xxs24_224` / `cait_s24_224`
 (`models.cait`; `config.init_from` loads timm's file through
-`models.cait_timm.timm_params`, `models.pretrained.load_into`), with AttnScale
+`pretrained.cait_timm.timm_params`, `pretrained.load_into`), with AttnScale
 (ω = 0) or FeatScale (s = t = 0) in the self-attention stage, so it starts as
 the pretrained function; the 1000-class head is the pretrained one
 (`init_from.reinit_head=False`).
@@ -71,7 +71,7 @@ from vit_spectral.training.init_from_settings import init_from_config
 
 # method -> imagenet_cait's row.
 METHODS = {"none": "baseline", "attn_scale": "attn_scale", "feat_scale": "feat_scale"}
-# Our variant -> timm's model name (its weights, `models.cait_timm.TIMM_NAMES`).
+# Our variant -> timm's model name (its weights, `pretrained.cait_timm.TIMM_NAMES`).
 TIMM_NAMES = {"CaiT-S24": "cait_s24_224", "CaiT-XXS24": "cait_xxs24_224"}
 # App. G.1 with the authors' command (module docstring).
 EPOCHS, BATCH = 60.0, 256

@@ -26,7 +26,7 @@ bicubic resize to 256 -> centre 224, as `eval_resize_method="bicubic"` here)
 and the paper's claim would be a gain of >= 0.2 over the plain 60-epoch
 fine-tune; not measured here.
 
-The model: timm's DeiT-S (`models.pretrained.timm_model_config`: exact-erf GELU,
+The model: timm's DeiT-S (`pretrained.timm_model_config`: exact-erf GELU,
 LayerNorm ε 1e-6, CLS pooling) with AttnScale (ω = 0) or FeatScale (s = t = 0)
 added, so it starts as the pretrained function; the 1000-class head is the
 pretrained one (`init_from.reinit_head=False`).
@@ -49,7 +49,7 @@ file; also `--config.init_from.path`); epochs (60); batch (256); dtype
 from vit_spectral.configs import common
 from vit_spectral.configs.cait_finetune_fourier import BATCH, EPOCHS, finetune
 from vit_spectral.configs.imagenet_deit import deit_recipe
-from vit_spectral.models.timm_names import timm_model_config
+from vit_spectral.pretrained.timm_names import timm_model_config
 
 METHODS = ("none", "attn_scale", "feat_scale")
 TIMM_NAME = "deit_small_patch16_224"

@@ -600,7 +600,7 @@ def create_train_dataset(
   before decoding, so nothing is decoded twice. With S = P (the default) each
   process reads exactly its own slice, as before. This is what lets a run
   move between process counts with the examples it would have seen
-  (`training.stream_state`).
+  (`durability.stream_state`).
 
   Resume. `start_example` = E examples already consumed from each shard
   stream (default `start_step` · b). The stream starts at epoch E // N (N

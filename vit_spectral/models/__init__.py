@@ -1,6 +1,7 @@
 """The Vision Transformer and the papers' other backbones (Swin, CaiT, CSwin),
-their registered names, the block and encoder specs, the parameter layouts and
-pretrained checkpoints in (timm, big_vision).
+their registered names, the block and encoder specs and the parameter
+layouts. The checkpoint loaders live in `vit_spectral.pretrained`; their
+names stay importable from here (`load_timm`, `load_big_vision`, ...).
 
 Names are imported from their modules on first use (`lazy_exports`): `import
 vit_spectral.models` imports neither JAX nor Flax. The registry of model
@@ -21,13 +22,13 @@ _EXPORTS = {
     "EncoderSpec": "specs",
     "IsotropicBackbone": "backbone",
     "Layout": "layouts",
-    "LoadReport": "pretrained",
+    "LoadReport": "vit_spectral.pretrained.loading",
     "MODEL_NAMES": "variants",
     "SIZES": "variants",
     "StagedBackbone": "backbone",
     "StripeLayout": "token_layouts",
     "Swin": "swin",
-    "TimmPreprocessing": "timm_preprocessing",
+    "TimmPreprocessing": "vit_spectral.pretrained.timm_preprocessing",
     "TokenLayout": "token_layouts",
     "ViT": "vit",
     "WindowLayout": "token_layouts",
@@ -35,9 +36,9 @@ _EXPORTS = {
     "layer_fields": "layouts",
     "layer_specs_of": "layouts",
     "layer_trees": "layouts",
-    "load_big_vision": "pretrained",
-    "load_into": "pretrained",
-    "load_timm": "pretrained",
+    "load_big_vision": "vit_spectral.pretrained.loading",
+    "load_into": "vit_spectral.pretrained.loading",
+    "load_timm": "vit_spectral.pretrained.loading",
     "loop_to_scan": "layouts",
     "model_class": "build",
     "model_config": "build",
@@ -49,7 +50,7 @@ _EXPORTS = {
     "registered_model_names": "backbone",
     "scan_to_loop": "layouts",
     "stage_names": "intermediates",
-    "timm_preprocessing": "timm_preprocessing",
+    "timm_preprocessing": "vit_spectral.pretrained.timm_preprocessing",
     "to_layout": "layouts",
     "tree_layout": "layouts",
     "variant_fields": "variants",

@@ -7,7 +7,7 @@
               token updated, `class_depth` blocks ("class_stage")
            -> final norm over [cls, patches] ("norm") -> head on the class token
 
-As timm's `cait_xxs24_224` / `cait_s24_224` (`models.cait_timm` loads their
+As timm's `cait_xxs24_224` / `cait_s24_224` (`pretrained.cait_timm` loads their
 weights; equal logits, tests/models/test_cait.py):
 
 | name        | width | depth | heads | MLP  | class blocks | params (1000 classes) |

@@ -2,7 +2,7 @@
 
 `InitFromSettings` is the section's one definition (path None = off). A run
 with no checkpoint of its own reads the source, fits it to the model
-(`models.pretrained.load_into`: every tensor that fits, the position embedding
+(`pretrained.load_into`: every tensor that fits, the position embedding
 resampled to the model's grid, the head re-initialised with `reinit_head`,
 mechanism parameters the source lacks at their init) and starts from it; a
 run that has checkpoints resumes from its own latest one and never reads the
@@ -28,8 +28,8 @@ from etils import epath
 
 from vit_spectral import errors
 from vit_spectral import settings as settings_lib
-from vit_spectral.models import pretrained
-from vit_spectral.training import checkpointing
+from vit_spectral.pretrained import loading as pretrained
+from vit_spectral.durability import checkpointing
 
 # The section's one definition (JAX-free, for the command line), re-exported.
 from vit_spectral.training.init_from_settings import (  # noqa: E402,F401
@@ -54,7 +54,7 @@ def check_source_exists(settings: InitFromSettings) -> None:
 
 
 def read_source(settings: InitFromSettings) -> Any:
-  """What `models.pretrained.load_into` takes: the file's path, or for
+  """What `pretrained.load_into` takes: the file's path, or for
   "vit_spectral" the workdir's parameters (host arrays) at `step`."""
   if settings.format != "vit_spectral":
     return settings.path
@@ -68,7 +68,7 @@ def read_source(settings: InitFromSettings) -> Any:
 
 def load(settings: InitFromSettings, model: Any, init_params: Mapping[str, Any]
          ) -> tuple[Any, pretrained.LoadReport]:
-  """The source fitted to `model` (`models.pretrained.load_into`): NumPy params
+  """The source fitted to `model` (`pretrained.load_into`): NumPy params
   in `init_params`' layout and dtypes, and what was done.
 
   Raises:

@@ -11,12 +11,8 @@ from typing import Any
 import ml_collections
 
 from vit_spectral import settings as settings_lib
+from vit_spectral.pretrained.formats import FORMATS, SUFFIXES
 
-# The formats `models.pretrained` reads (it imports this tuple): timm files,
-# big_vision .npz files and trainer workdirs.
-FORMATS = ("timm", "big_vision", "vit_spectral")
-# The file suffixes each file format is read from (models.weight_files).
-SUFFIXES = {"timm": (".safetensors", ".pth", ".pt", ".bin"), "big_vision": (".npz",)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,7 +22,7 @@ class InitFromSettings:
   Attributes:
     path: the pretrained weights (see the module docstring per format); None
       (or "") = train from the initialisation (off).
-    format: one of `models.FORMATS`: "timm", "big_vision",
+    format: one of `pretrained.FORMATS`: "timm", "big_vision",
       "vit_spectral" (a trainer workdir).
     reinit_head: start the head from its initialisation instead of the
       source's (a new task; needed when the class count differs).

@@ -45,10 +45,14 @@ from clu import metric_writers, periodic_actions
 from etils import epath
 from jax.experimental import multihost_utils
 
-from vit_spectral.training import checkpointing, config_checks, optim, sharding, steps
-from vit_spectral.training import durations, init_from, mixing, resume, robustness, run_log
-from vit_spectral.training import device_prefetch, diagnostics, preemption, stream_state
-from vit_spectral.training import progress, workdir_lock
+from vit_spectral.durability import checkpointing
+from vit_spectral.training import config_checks, optim, sharding, steps
+from vit_spectral.training import durations, init_from, mixing, robustness, run_log
+from vit_spectral.durability import resume
+from vit_spectral.training import device_prefetch, diagnostics
+from vit_spectral.durability import preemption, stream_state
+from vit_spectral.training import progress
+from vit_spectral.durability import workdir_lock
 from vit_spectral import backends, errors
 from vit_spectral.data import input_pipeline
 from vit_spectral.models.build import ModelSpec

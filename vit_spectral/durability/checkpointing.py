@@ -50,7 +50,7 @@ from etils import epath
 from jax.experimental import multihost_utils
 
 from vit_spectral import errors
-from vit_spectral.training import state_fingerprint
+from vit_spectral.durability import state_fingerprint
 
 UNREADABLE_SUFFIX = ".unreadable"
 STREAM_ITEM = "stream"  # <step>/stream: the training stream's position (JSON)

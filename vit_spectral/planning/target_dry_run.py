@@ -51,7 +51,7 @@ from typing import Any
 import jax
 
 from vit_spectral import errors
-from vit_spectral.training import dry_run, gpu_targets, hlo_costs, jaxpr_costs, tpu_targets
+from vit_spectral.planning import dry_run, gpu_targets, hlo_costs, jaxpr_costs, tpu_targets
 
 GIB = 2**30
 # Halvings of the batch tried for a step that does not fit.

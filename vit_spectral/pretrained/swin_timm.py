@@ -1,6 +1,6 @@
 """timm Swin checkpoints in: `load_timm(weights, "swin_tiny_patch4_window7_224")`.
 
-Reached through `models.pretrained.load_timm` (timm names starting with
+Reached through `pretrained.load_timm` (timm names starting with
 "swin_"). What makes the converted `models.swin.Swin` compute timm's function
 (timm >= 0.9 naming, `SwinTransformer`):
 
@@ -39,7 +39,7 @@ from vit_spectral import errors
 from vit_spectral.layers.windows import relative_position_index
 from vit_spectral.models.build import build_model
 from vit_spectral.models.layouts import to_layout, tree_layout
-from vit_spectral.models.pretrained import flat_paths, nest_paths, register_timm_converter
+from vit_spectral.pretrained.converter import TimmConverter, flat_paths, nest_paths
 
 __all__ = ["TIMM_NAMES", "load_timm", "timm_swin_params"]
 
@@ -228,4 +228,4 @@ def load_timm(weights: Mapping[str, np.ndarray], name: str, *, image_size: int |
   params = _as_layout_of(nest_paths(flat), abstract)
   return model, {"params": jax.tree_util.tree_map(jnp.asarray, params)}
 
-register_timm_converter("swin_", load_timm, names=tuple(TIMM_NAMES))
+CONVERTER = TimmConverter(load_timm, tuple(TIMM_NAMES))

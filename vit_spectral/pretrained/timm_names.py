@@ -3,7 +3,7 @@
 A recipe that fine-tunes a timm checkpoint writes its model section from the
 checkpoint's name (`timm_model_config("deit_small_patch16_224")`); recipes
 import no JAX (the command line checks them first), so the names, the
-families and their fields live here. `models.pretrained` reads the weights
+families and their fields live here. `pretrained.loading` reads the weights
 and re-exports these names.
 """
 

@@ -27,8 +27,8 @@ from absl import logging
 from etils import epath
 
 from vit_spectral import errors
-from vit_spectral.training.checkpointing import unreadable_name
-from vit_spectral.training.state_fingerprint import leaf_name
+from vit_spectral.durability.checkpointing import unreadable_name
+from vit_spectral.durability.state_fingerprint import leaf_name
 
 CONFIG_NAME = "config.json"
 HISTORY_DIR = "config_history"

@@ -7,7 +7,7 @@
 
 A table in our code, so that nothing here needs torch or timm: what timm's
 `timm.data.resolve_data_config(pretrained_cfg=...)` gives for every
-pretrained tag ("arch.tag") of every architecture `models.pretrained.load_timm`
+pretrained tag ("arch.tag") of every architecture `pretrained.load_timm`
 reads (its own families and the CaiT and Swin converters' names); a bare
 architecture name means timm's default tag for it (the first it lists). The
 fixture tests/fixtures/pretrained/timm_preprocessing.json holds timm's own

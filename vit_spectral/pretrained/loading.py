@@ -17,9 +17,10 @@ mean, timm's evaluation forward), DINOv2 (patch 14, LayerScale, 518², no
 head: features; `_reg4_`: four register tokens, the position embedding on
 the patch tokens; ViT-g: a SwiGLU MLP) and CLIP image towers (norm_pre,
 LayerNorm ε 1e-5, no patch-embedding bias, QuickGELU in the `_quickgelu_`
-names, the head timm makes of the projection). CaiT and Swin names go to the
-converters registered in models/cait_timm.py and models/swin_timm.py.
-`timm_preprocessing(name)` (models/timm_preprocessing.py) gives the input
+names, the head timm makes of the projection). CaiT and Swin names go to their
+families' converters (`FAMILY_CONVERTERS`: pretrained/cait_timm.py,
+pretrained/swin_timm.py). `timm_preprocessing(name)`
+(pretrained/timm_preprocessing.py) gives the input
 each name's weights were trained on; no torch needed.
 
 `model_overrides` are `config.model` fields (`models.build`) added to the
@@ -70,6 +71,7 @@ stop the load.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import re
 from typing import Any, Callable, Mapping
 
@@ -84,49 +86,44 @@ from vit_spectral.models.build import build_model
 from vit_spectral.models.layouts import to_layout, tree_layout
 from vit_spectral.models.backbone import StagedBackbone
 from vit_spectral.models.specs import BlockSpec, EncoderSpec
-from vit_spectral.models.timm_preprocessing import TimmPreprocessing, timm_preprocessing
 from vit_spectral.models.variants import variant_fields
 from vit_spectral.models.vit import ViT
-from vit_spectral.models.weight_files import read_weights
+from vit_spectral.pretrained import timm_names
+from vit_spectral.pretrained.formats import FORMATS
+from vit_spectral.pretrained.converter import TimmConverter, flat_paths, nest_paths
+from vit_spectral.pretrained.timm_names import TIMM_ARCHITECTURES
+from vit_spectral.pretrained.timm_preprocessing import TimmPreprocessing, timm_preprocessing
+from vit_spectral.pretrained.weight_files import read_weights
 
-# The other backbones' converters register themselves (`register_timm_converter`,
-# in models/cait_timm.py and models/swin_timm.py):
-# timm architecture-name prefix -> that family's `load_timm(weights, name, ...)`;
-_TIMM_LOADERS: dict[str, Callable[..., Any]] = {}
-# model class besides the ViT that `load_into` (config.init_from) fits -> the
-# `timm_params(weights, num_heads)` that reads its timm checkpoints. Swin is
-# not among them: its stages and relative position tables are fitted by
-# `swin_timm.load_timm` only.
-_LOAD_INTO: dict[type, Callable[..., Any]] = {}
-# prefix -> the timm architecture names that converter reads (error hints, tests).
-_TIMM_CONVERTER_NAMES: dict[str, tuple[str, ...]] = {}
+# timm architecture-name prefix -> the module of that family's converter
+# (`converter.TimmConverter`, its `CONVERTER`): one line per family.
+FAMILY_CONVERTERS = {"cait_": "vit_spectral.pretrained.cait_timm",
+                     "swin_": "vit_spectral.pretrained.swin_timm"}
+
+
+def family_converters() -> dict[str, TimmConverter]:
+  """prefix -> `TimmConverter` of every family in `FAMILY_CONVERTERS`."""
+  return {prefix: importlib.import_module(module).CONVERTER
+          for prefix, module in FAMILY_CONVERTERS.items()}
+
+
+def _load_into_classes() -> dict[type, Callable[..., Any]]:
+  """Model class besides the ViT that `load_into` fits -> its
+  `timm_params(weights, num_heads)`. Swin is not among them: its stages and
+  relative position tables are fitted by its `load_timm` only."""
+  return {c.model_class: c.timm_params for c in family_converters().values()
+          if c.model_class is not None}
+
 
 __all__ = ["FORMATS", "LoadReport", "TIMM_ARCHITECTURES", "TimmPreprocessing",
            "big_vision_params", "flat_paths", "known_timm_names", "load_big_vision",
-           "load_into", "load_timm", "nest_paths", "register_timm_converter",
+           "load_into", "load_timm", "nest_paths",
            "timm_model_config", "timm_params", "timm_preprocessing"]
 
 
-def register_timm_converter(prefix: str, load_timm_fn: Callable[..., Any],
-                            model_class: type | None = None,
-                            timm_params_fn: Callable[..., Any] | None = None,
-                            names: tuple[str, ...] = ()) -> None:
-  """A backbone family's timm converter: `load_timm` hands names starting
-  with `prefix` to `load_timm_fn`; with `model_class`, `load_into` reads that
-  class's timm checkpoints with `timm_params_fn(weights, num_heads)`; `names`
-  are the timm architecture names it reads (`known_timm_names`)."""
-  _TIMM_LOADERS[prefix] = load_timm_fn
-  _TIMM_CONVERTER_NAMES[prefix] = tuple(names)
-  if model_class is not None:
-    _LOAD_INTO[model_class] = timm_params_fn
-
-# The formats (one definition, JAX-free for the command line).
-from vit_spectral.training.init_from_settings import FORMATS  # noqa: E402
 # How each format's position embedding is resampled (models.posemb).
 _RESAMPLING = {"timm": "bicubic", "big_vision": "scipy_linear", "vit_spectral": "bicubic"}
-# timm's ViT families by name (JAX-free, for recipes: `models.timm_names`).
-from vit_spectral.models import timm_names  # noqa: E402
-from vit_spectral.models.timm_names import TIMM_ARCHITECTURES  # noqa: E402
+# timm's ViT families by name (JAX-free, for recipes: `pretrained.timm_names`).
 _BLOCK = re.compile(r"encoder/encoderblock_(\d+)/")
 # Numbered layers a source may not have more of than the model: (path, model field).
 _LAYERS = ((_BLOCK, "depth"), (re.compile(r"class_stage/classblock_(\d+)/"), "class_depth"))
@@ -199,30 +196,6 @@ def _check_supported(weights: Mapping[str, Any], markers: Mapping[str, str]) -> 
       if marker in name or name == marker:
         raise _mismatch(f"tensor {name!r} belongs to {meaning}, which this ViT does not "
                         "compute")
-
-
-def nest_paths(flat: Mapping[str, np.ndarray]) -> dict[str, Any]:
-  """{"a/b/c": leaf} -> nested dicts (the inverse of `flat_paths`)."""
-  tree: dict[str, Any] = {}
-  for path, value in flat.items():
-    node = tree
-    *parents, leaf = path.split("/")
-    for key in parents:
-      node = node.setdefault(key, {})
-    node[leaf] = value
-  return tree
-
-
-def flat_paths(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-  """Nested dicts -> {"a/b/c": leaf}: the parameter paths the converters use."""
-  flat = {}
-  for key, value in tree.items():
-    path = f"{prefix}{key}"
-    if isinstance(value, Mapping):
-      flat.update(flat_paths(value, path + "/"))
-    else:
-      flat[path] = value
-  return flat
 
 
 # --- timm ---------------------------------------------------------------------------
@@ -314,14 +287,13 @@ def timm_model_config(name: str) -> dict[str, Any]:
   Raises:
     ValueError: a name outside these families, naming the nearest known one.
   """
-  return timm_names.timm_model_config(name, known_timm_names(), tuple(_TIMM_LOADERS))
+  return timm_names.timm_model_config(name, known_timm_names(), tuple(FAMILY_CONVERTERS))
 
 
 def known_timm_names() -> tuple[str, ...]:
   """Every timm architecture name load_timm reads: this module's
   `TIMM_ARCHITECTURES` and the registered converters' names."""
-  return TIMM_ARCHITECTURES + tuple(n for names in _TIMM_CONVERTER_NAMES.values()
-                                    for n in names)
+  return TIMM_ARCHITECTURES + tuple(n for c in family_converters().values() for n in c.names)
 
 
 # --- big_vision ------------------------------------------------------------------
@@ -534,7 +506,7 @@ def _convert(source: Any, format: str, model: Any) -> tuple[dict, dict, list]:
   if format == "vit_spectral":
     if not isinstance(source, Mapping):
       raise ValueError("format 'vit_spectral' takes a params tree (e.g. from "
-                       "training.checkpointing.latest_params), not a file path")
+                       "durability.checkpointing.latest_params), not a file path")
     flat = _loop_flat(source)
     return {k: np.asarray(v) for k, v in flat.items()}, {}, []
   family = type(model).__name__
@@ -543,10 +515,11 @@ def _convert(source: Any, format: str, model: Any) -> tuple[dict, dict, list]:
                      "loads from 'timm' or 'vit_spectral'")
   weights = read_weights(source)
   if not isinstance(model, ViT):    # the family's converter (strict: unknown tensors raise)
-    if type(model) not in _LOAD_INTO:
+    load_into_classes = _load_into_classes()
+    if type(model) not in load_into_classes:
       raise ValueError(f"config.init_from cannot fit a {family}: no timm converter for it is "
-                       f"registered (those that are: {[c.__name__ for c in _LOAD_INTO]})")
-    converted, names = _LOAD_INTO[type(model)](weights, _num_heads(model))
+                       f"registered (those that are: {[c.__name__ for c in load_into_classes]})")
+    converted, names = load_into_classes[type(model)](weights, _num_heads(model))
     return converted, names, []
   if format == "timm":
     return timm_params(weights, _num_heads(model))
@@ -560,7 +533,7 @@ def load_into(source: Any, format: str, model: Any, init_params: Mapping[str, An
   Args:
     source: a file path (timm: .safetensors or .pth; big_vision: .npz) or a
       timm state dict; for "vit_spectral" a params tree of host arrays in any
-      encoder layout (`training.checkpointing.latest_params`).
+      encoder layout (`durability.checkpointing.latest_params`).
     format: one of FORMATS.
     model: the model the parameters are for: the ViT or a class of
       a registered converter's class (CaiT: timm's `cait_*` checkpoints, through
@@ -581,9 +554,10 @@ def load_into(source: Any, format: str, model: Any, init_params: Mapping[str, An
   """
   if format not in FORMATS:
     raise ValueError(f"format={format!r}; choose one of {list(FORMATS)}")
-  if not isinstance(model, ViT) and type(model) not in _LOAD_INTO:
+  load_into_classes = _load_into_classes()
+  if not isinstance(model, ViT) and type(model) not in load_into_classes:
     raise ValueError(f"load_into (config.init_from) fits weights to the ViT and "
-                     f"{', '.join(c.__name__ for c in _LOAD_INTO)}, not to "
+                     f"{', '.join(c.__name__ for c in load_into_classes)}, not to "
                      f"{type(model).__name__}; load "
                      "that family's timm weights with load_timm(source, name), which "
                      "returns its model and variables")
@@ -652,7 +626,7 @@ def load_timm(source: Any, name: str, *, image_size: int | None = None,
   Raises:
     errors.WeightsMismatchError: see the module docstring.
   """
-  loader = next((fn for prefix, fn in _TIMM_LOADERS.items()
+  loader = next((c.load_timm for prefix, c in family_converters().items()
                  if name.split(".")[0].startswith(prefix)), None)
   if loader is not None:    # Swin, CaiT: their own converters (same contract)
     return loader(read_weights(source), name, image_size=image_size, **model_overrides)
@@ -705,8 +679,3 @@ def _load_checked(converted, names, unused, config, image_size, resampling, over
   size = image_size or _source_grid_size(converted, config["patch_size"], num_prefix)
   return _load(converted, names, unused, config, num_classes, size, resampling, overrides,
                reinit_head)
-
-
-# The families' converters register themselves (`register_timm_converter`) when
-# imported; this module is complete here, so they can import it.
-from vit_spectral.models import cait_timm, swin_timm  # noqa: E402,F401  isort: skip

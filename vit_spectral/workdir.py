@@ -23,8 +23,8 @@ import ml_collections
 import numpy as np
 
 from vit_spectral.models.build import build_model
-from vit_spectral.training import checkpointing
-from vit_spectral.training.resume import CONFIG_NAME
+from vit_spectral.durability import checkpointing
+from vit_spectral.durability.resume import CONFIG_NAME
 
 __all__ = ["PARAMS_CHOICES", "WorkdirRun", "load_workdir", "read_workdir"]
 

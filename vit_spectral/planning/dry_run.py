@@ -54,7 +54,10 @@ import jax.numpy as jnp
 
 from vit_spectral import backends
 from vit_spectral.data import input_pipeline
-from vit_spectral.training import hlo_costs, jaxpr_costs, run_settings, sharding, trainer
+from vit_spectral.planning import hlo_costs, jaxpr_costs
+
+# Per-device buffers of the compiled step (jax's CompiledMemoryStats fields).
+from vit_spectral.training import run_settings, sharding, trainer
 
 # Per-device buffers of the compiled step (jax's CompiledMemoryStats fields).
 MEMORY_FIELDS = ("argument", "output", "temp", "alias")

@@ -1,6 +1,6 @@
 """timm CaiT checkpoints in: `load_timm(weights, "cait_s24_224")` -> (CaiT, variables).
 
-`models.pretrained.load_timm(source, name)` reads the file and hands timm
+`pretrained.load_timm(source, name)` reads the file and hands timm
 names starting with "cait_" here (registered with `pretrained.register_timm_converter`).
 
 timm -> ours (loop layout; the model's own layout is returned):
@@ -42,7 +42,7 @@ from vit_spectral.models import posemb as posemb_lib
 from vit_spectral.models.build import build_model
 from vit_spectral.models.cait import VARIANTS, CaiT
 from vit_spectral.models.layouts import to_layout, tree_layout
-from vit_spectral.models.pretrained import flat_paths, nest_paths, register_timm_converter
+from vit_spectral.pretrained.converter import TimmConverter, flat_paths, nest_paths
 
 __all__ = ["TIMM_NAMES", "load_timm", "timm_params"]
 
@@ -252,4 +252,4 @@ def _initialise_missing(model: CaiT, params: Mapping[str, Any], image_size: int)
                                          mutable=["params"])[1]["params"])
   return jax.tree_util.tree_map(np.asarray, run(params, image))
 
-register_timm_converter("cait_", load_timm, CaiT, timm_params, names=tuple(TIMM_NAMES))
+CONVERTER = TimmConverter(load_timm, tuple(TIMM_NAMES), CaiT, timm_params)
