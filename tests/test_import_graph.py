@@ -31,7 +31,7 @@ WINGS = (
     ("training",),
     ("planning",),
     ("configs",),
-    ("config_overrides", "workdir", "analyse", "main"),
+    ("config_overrides", "registries", "workdir", "analyse", "main"),
 )
 # (module, the higher module it names lazily): a name kept where users import it.
 MOVED_NAMES = {
