@@ -11,8 +11,9 @@ add the shape fields each kind shares.
 A backbone registers its names beside its architecture (as timm's
 `@register_model`): `register_models(Swin, {"Swin-T": {...}, ...})` in the
 family's module, each name with its fields in `config.model` form
-(`models.build` reads them). Adding a backbone is its own module plus its
-import in `models/__init__.py`.
+(`models.build` reads them). A built-in backbone is its own module plus its
+name in `_FAMILIES`; one of one's own registers itself when its module is
+imported (`tests/test_plugins_from_a_file.py`).
 """
 
 from __future__ import annotations
