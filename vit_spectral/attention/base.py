@@ -14,19 +14,10 @@ Contract (what `models.vit.Block` relies on):
     mask:   optional bool (B or 1, 1 or heads, T, T); True = may attend.
     skip:   (B, T, D), only for `mixes_skip` variants (others raise TypeError).
 
-Plain call, for a module of one's own (`return_state=False`; same parameters,
-same numbers, only the return differs):
-
-    attn = AttentionClass(num_heads=..., return_state=False, ...)
-    y = attn(x, mask=None)                            # + skip=... if mixes_skip
-
-It takes no state: a stateless variant has none, and a variant whose call
-carries one (`carries_state()`: Hopfield with alpha_hidden > 0) raises a
-ValueError naming the carry form above, since a plain call would silently
-drop the memory that the next layer reads (stacking plain Hopfield layers
-would not be paper 004's network). The default, `return_state=True`, keeps
-the carry form: `y, _ = attn(x)` of existing code is unchanged (a y-only
-default would unpack (B, T, D) along the batch when B = 2).
+Plain call (`return_state=False`; same parameters, same numbers): `y = attn(x,
+mask=None)`. It takes no state; a variant whose call carries one
+(`carries_state()`: Hopfield with alpha_hidden > 0) raises a ValueError naming
+the carry form.
 
 The pipeline (`Attention.__call__`, the same for every variant; a variant
 overrides only the hooks where it differs, and never calls the fused path,
@@ -54,66 +45,24 @@ overrides only the hooks where it differs, and never calls the fused path,
     return mix_skip(x, y, skip), new_state  e.g. Hopfield's α skip mix
                                       (y alone with return_state=False)
 
-Parameter declarations: every module class that creates parameters states
-their logical axes beside them, `PARAM_AXES` (path relative to the module ->
-one logical name per dimension, from "embed" (the width D), "heads" (H),
-"head_dim" (Dh), "head_channels" (the heads' H·Dh channels, head major),
-"mlp", or None for a dimension of no such kind). `param_axes()` merges a
-class's with its bases'; `training.sharding` maps the names to mesh axes
-and never names a variant's parameter. A variant also declares the
-per-layer scalars the training diagnostics log for it: `LOGGED_PARAMS`
-(parameter path -> tag stem, logged as _mean, _min and _max) and
-`LOGGED_SOWN` (a scalar it sows in "intermediates" -> tag, its mean).
+Every module class that creates parameters states their logical axes in
+`PARAM_AXES` (path -> one name per dimension: "embed" (D), "heads" (H),
+"head_dim" (Dh), "head_channels" (H·Dh, head major), "mlp", or None);
+`param_axes()` merges the bases'. `LOGGED_PARAMS` (parameter path -> tag stem,
+logged as _mean, _min, _max) and `LOGGED_SOWN` (sown scalar -> tag) name the
+per-layer scalars the training diagnostics log.
 
-Precision (`models.vit.ViT` states the policy): projections and the value
-mixing run in `dtype`; the scores are float32 (`scaled_dot_logits`), and
-`probabilities` takes its softmax in float32 whatever the scores' dtype, so
-the sown weights are float32 too.
+Precision (`models.vit.ViT` states the policy): projections and value mixing in
+`dtype`; scores and softmax float32. Every variant sows its final probabilities,
+float32 (B, H, T, T), as `intermediates/attention_weights`.
 
-Every variant sows its final attention probabilities, (B, heads, T, T), as
-`intermediates/attention_weights`, so diagnostics need no second model.
+Shared fields, the same for every variant (`Attention`'s attributes; off by
+default = no parameters, the same numbers): `relative_position_bias` (Swin
+§3.2), `value_output` (paper 003, §4), `lepe` (CSwin, Dong et al. 2022, §3.3:
+softmax(·)V + DWConv(V)), `implementation` (IMPLEMENTATIONS) and
+`talking_heads` (Shazeer et al. 2020 as CaiT uses it: timm's `TalkingHeadAttn`).
 
-Relative position bias (the shared field `relative_position_bias`, Swin §3.2):
-a learned table of one scalar per head and per (row, column) offset on
-`grid_size` (for windowed attention the window), added to the float32 logits
-before the mask, on the explicit path in `probabilities` and on the fused path
-as the call's `bias` (`position_bias`), for every variant alike.
-
-The value and output projections (`project_qkv`'s value, `project_out`) can be
-eigen-reparameterized for every variant alike with the shared field
-`value_output` (paper 003, §4; see `attention.value_output`).
-
-Locally-enhanced positional encoding (CSwin, Dong et al. 2022, §3.3), the
-shared field `lepe`: the pipeline hands the mixed values (the A·V of the
-explicit or the fused path, after `rescale_mixed`) and the values V that were
-mixed to `add_lepe`, which adds a depth-wise 3×3 convolution of V over the
-token grid, softmax(·)V + DWConv(V), before `scale_output` and the output
-projection. Off (default): no parameters, the same numbers.
-
-Implementation (the shared field `implementation`, one of IMPLEMENTATIONS):
-"explicit" builds the (B, H, T, T) map with einsums and sows it; "fused" asks
-`attention.fused` for the mixed values without returning the map: cuDNN's
-flash attention on a GPU, Pallas' splash attention on a TPU (the token axis
-padded, the padding masked exactly), XLA's einsums elsewhere or where the
-kernel cannot take the call (`fused.kernel_for`; `platform` picks), which needs a variant that
-supports it (`supports_fused`) and a call where nobody reads the map: no
-"intermediates" collection, no active attention dropout, no carried state;
-"auto" (default) takes "fused" exactly when those hold. `use_fused` decides;
-the pipeline makes the one `fused_attention` call, with what `fused_inputs`
-gives.
-
-Talking heads (the shared field `talking_heads`, Shazeer et al. 2020, as CaiT
-uses it: timm's `TalkingHeadAttn`): `probabilities` mixes the heads twice, a
-heads×heads linear map with bias on the logits before the softmax
-("talking_heads_logits") and another on the probabilities after it
-("talking_heads_weights"), both in float32. Every variant that goes through
-`probabilities` gets it; the mixed map is what is sown and what the values
-see, so variants that act on the map after `probabilities` act on the mixed
-one (AttnScale rescales the post-softmax head-mixed map; its rows need not
-sum to one, and Â·V = (1 + ω)·A·V − ω·mean(V) still holds exactly). Under a
-mask the mixed probabilities are zeroed on masked keys (the bias would give
-them weight). The map is needed, so no fused path. Off (default): no
-parameters, the numbers of before.
+Design notes: docs/design.md#attentionbasepy
 """
 
 from __future__ import annotations
@@ -146,10 +95,9 @@ class Attention(nn.Module):
 
   Attributes:
     num_heads: number of heads H.
-    head_dim: width per head; None = D // H (or D with `full_width_heads`).
-    full_width_heads: every head has the full width D_h = D, heads concatenated
-      to H·D then projected back to D (Cordonnier et al. 2020, remark after
-      Lemma 1: exact re-parametrisation of a convolution, no "unused" channels).
+    head_dim: width per head Dh; None = D // H (or D with `full_width_heads`).
+    full_width_heads: every head has Dh = D, the H·D channels projected back
+      to D (Cordonnier et al. 2020, remark after Lemma 1).
     qkv_bias: whether query/key/value projections have a bias.
     dropout_rate: dropout on the attention probabilities.
     deterministic: disables dropout.
@@ -158,50 +106,40 @@ class Attention(nn.Module):
       position-aware variants); None when tokens have no grid.
     num_prefix_tokens: tokens before the grid tokens (1 with a CLS token).
     dtype: compute dtype; param_dtype: parameter dtype.
-    mixes_skip: class constant; True = the variant has its own skip path and its
-      `__call__` accepts `skip=` (B, T, D), the tensor that path mixes in
-      (`models.vit.Block(attention_residual="replace")` needs it).
-    value_output, value_output_clip, value_output_eps: the mode, clip and ε
-      of the value/output projections, `attention.value_output.ValueOutput`'s
-      fields (its docstring, defaults and checks): "standard" (free `value`
+    value_output, value_output_clip, value_output_eps:
+      `attention.value_output.ValueOutput`'s fields: "standard" (free `value`
       and `out` Dense layers) or an eigen-reparameterization of W_V W_proj
-      (paper 003, §4), which needs num_heads·head_dim = width. Checked when
-      the module is traced.
-    relative_position_bias: add Swin's learned relative position bias (§3.2)
-      to the logits: parameter "relative_position_bias_table",
-      ((2·rows − 1)(2·cols − 1), H) on `grid_size`, N(0, 0.02²) truncated at
-      ±2 as Swin's `trunc_normal_(std=.02)`; prefix tokens get no bias. Off
-      (default) = no parameter, the same numbers.
-    talking_heads: mix the heads of the logits and of the probabilities
-      (module docstring; parameters "talking_heads_logits" and
-      "talking_heads_weights", each kernel (H, H) and bias (H,)).
-    implementation: one of IMPLEMENTATIONS (module docstring): "auto"
-      (default), "fused" or "explicit"; `use_fused` resolves it per call.
-    lepe: add CSwin's locally-enhanced positional encoding (module
-      docstring, `add_lepe`): submodule "lepe", a depth-wise 3×3 convolution
-      with bias on V laid out on `grid_size`, zero-padded at the grid's
-      border (in a windowed `models.vit.Block` the grid is the window, as the
-      official CSwin's `get_lepe`). False: no parameters.
-    out_bias: the output projection has a bias (with an eigen `value_output`,
-      the "out_bias" parameter). False lets head groups that share one output
-      projection in the reference (CSwin's two stripe directions,
-      `models.vit.Block`) carry its bias once.
-    supports_fused: class constant; True = the variant has a fused path.
-    updates_prefix_only: class constant; True = the queries are the prefix
-      tokens only and the output is (B, num_prefix_tokens, D) (class
-      attention), which a `Block` cannot use.
-    platform: the platform the program is compiled for, which picks the
-      fused call's kernel (`attention.fused`); the Block sets it from its
-      spec (the run's backend, `vit_spectral.backends`); None = this process's.
-    return_state: the call returns `(y, new_state)` (True, default: the
-      carry form the encoder threads from block to block) or `y` alone
-      (False: the plain call, module docstring; raises ValueError where the
-      call carries a state, `carries_state()`). The `Block` sets it itself.
-    PARAM_AXES: class constant; the logical axes of the parameters this class
-      creates (module docstring), here the shared ones; `param_axes()` adds
-      the bases'.
-    LOGGED_PARAMS, LOGGED_SOWN: class constants; the per-layer scalars the
-      training diagnostics log for this variant (module docstring).
+      (paper 003, §4; needs num_heads·head_dim = width), checked when traced.
+    relative_position_bias: Swin's learned relative position bias (§3.2) on
+      the logits: "relative_position_bias_table", ((2·rows − 1)(2·cols − 1),
+      H) on `grid_size`, init as Swin's `trunc_normal_(std=.02)`; prefix
+      tokens get none.
+    talking_heads: heads×heads maps with bias on the logits and on the
+      probabilities ("talking_heads_logits", "talking_heads_weights", kernel
+      (H, H), float32); the mixed map is sown and mixes the values, zeroed on
+      masked keys; no fused path.
+    implementation: one of IMPLEMENTATIONS; `use_fused` resolves it per call.
+      "auto" takes "fused" exactly where the variant has a fused path and
+      nobody reads the map (no "intermediates", no active attention dropout,
+      no carried state, no talking heads).
+    lepe: CSwin's LePE (`add_lepe`): submodule "lepe", a depth-wise 3×3
+      convolution with bias on V over `grid_size` (the window in a windowed
+      Block, as the official CSwin's `get_lepe`), zero-padded at the border.
+    out_bias: the output projection has a bias ("out_bias" with an eigen
+      `value_output`); False lets head groups that share one projection in
+      the reference (CSwin's stripe directions) carry it once.
+    platform: the platform compiled for, which picks the fused call's kernel
+      (`attention.fused`); None = this process's. The Block sets it.
+    return_state: `(y, new_state)` (True, default) or `y` alone (the plain
+      call, module docstring).
+    mixes_skip: class constant; `__call__` accepts `skip=` (B, T, D), the
+      tensor the variant's own skip path mixes in
+      (`models.vit.Block(attention_residual="replace")` needs it).
+    supports_fused: class constant; the variant has a fused path.
+    updates_prefix_only: class constant; the queries are the prefix tokens
+      only, output (B, num_prefix_tokens, D) (class attention).
+    PARAM_AXES, LOGGED_PARAMS, LOGGED_SOWN: class constants (module
+      docstring); `param_axes()` adds the bases'.
   """
   mixes_skip: ClassVar[bool] = False
   supports_fused: ClassVar[bool] = False
@@ -539,12 +477,8 @@ class Attention(nn.Module):
     return q, k, self.project_value(x)
 
   def project_value(self, x):
-    """x: (B, T, D) -> v (B, T, H, Dh), submodule "value" or the eigen W_V.
-
-    Variants that compute scores without queries/keys (position-only ones)
-    reach it through the `values` hook, so every variant gets the
-    `value_output` knob.
-    """
+    """x: (B, T, D) -> v (B, T, H, Dh), submodule "value" or the eigen W_V
+    (position-only variants reach it through the `values` hook)."""
     if not self.value_output_settings().eigen:
       return self.dense_heads(x, "value", self.qkv_bias)
     w_v, _ = self._eigen_kernels(x.shape[-1])
@@ -574,19 +508,17 @@ class Attention(nn.Module):
   def add_lepe(self, mixed, v):
     """mixed + LePE(v) with `lepe` (CSwin §3.3), else `mixed` unchanged.
 
-    The pipeline (`__call__`) calls this once, where the value mixing is
-    complete (after either path and `rescale_mixed`, before `scale_output`
-    and the output projection), so the encoding is one piece of code for all.
-
     Args:
       mixed: (B, T, H, Dh) the mixed values (A·V, or a variant's Â·V).
       v: (B, T, H, Dh) the values that were mixed (the same heads and width;
         a variant with one value shared by every head broadcasts it first).
 
     Returns:
-      (B, T, H, Dh) in `mixed`'s dtype: the depth-wise 3×3 convolution (with
-      bias, channels = the heads' H·Dh) of v's grid tokens over `grid_size`,
-      zero padding outside it, added to `mixed`; zero on prefix tokens.
+      (B, T, H, Dh) in `mixed`'s dtype: `mixed` plus the depth-wise 3×3
+      convolution (channels H·Dh) of v's grid tokens; zero on prefix tokens.
+
+    Raises:
+      ValueError: `lepe` without `grid_size`.
     """
     if not self.lepe:
       return mixed
@@ -601,13 +533,8 @@ class Attention(nn.Module):
     return mixed + encoding.reshape(v.shape).astype(mixed.dtype)
 
   def _shared_param(self, name: str, init, shape):
-    """A parameter that several methods read (project_qkv and project_out;
-    a variant's hooks).
-
-    Whichever runs first declares it; the others read the stored value, so
-    one V_H (and one ψ) serves W_V and W_proj, and a hook may read what
-    `prepare` created.
-    """
+    """A parameter that several methods read: whichever runs first declares
+    it, the others read it (one V_H and ψ serve W_V and W_proj)."""
     if self.has_variable("params", name):
       return self.get_variable("params", name)
     return self.param(name, init, shape, self.param_dtype)
@@ -619,10 +546,8 @@ class Attention(nn.Module):
   def _eigen_kernels(self, width: int):
     """(W_V (D, H, Dh), W_proj (H, Dh, D)) of the eigen `value_output`, float32.
 
-    Built once per call: `project_value` and `project_out` both ask, and the
-    second gets the first's kernels while the parameters are the same objects
-    (the same trace), so a step differentiates one QR or inverse per layer,
-    not two (the two backward passes were not merged by XLA).
+    Built once per call (memoized on the parameter objects): `project_value`
+    and `project_out` both ask. Design notes: docs/design.md#attentionbasepy
     """
     settings = self.value_output_settings()
     settings.check_heads(self.num_heads, self.resolved_head_dim(width), width)
@@ -675,10 +600,8 @@ class Attention(nn.Module):
   def position_bias(self, bias=None):
     """`bias` plus Swin's relative position bias when `relative_position_bias`
     is on: float32 (1 or B, H, T, T); `bias` unchanged (None allowed) when off.
-
-    The table's row for (query i, key j) is `relative_position_index` of the
-    grid (`grid_size`: the window under windowed attention); the rows and
-    columns of prefix tokens are zero.
+    Row (i, j) of the table is `relative_position_index` of `grid_size`;
+    prefix tokens' rows and columns are zero.
     """
     if not self.relative_position_bias:
       return bias
@@ -726,9 +649,8 @@ def apply_weights(weights, v):
 def scaled_dot_logits(q, k):
   """q: (B, T, H, Dh), k: (B, S, H, Dh) -> q kᵀ / sqrt(Dh), (B, H, T, S) float32.
 
-  The product runs in q's dtype and accumulates into float32 scores
-  (`preferred_element_type`), so bf16 inputs lose nothing more in the scores
-  than their own rounding (the mixed-precision policy: `models.vit.ViT`).
+  The product runs in q's dtype and accumulates into float32
+  (`preferred_element_type`; the policy: `models.vit.ViT`).
   """
   q = q / jnp.sqrt(q.shape[-1]).astype(q.dtype)
   return jnp.einsum("bthd,bshd->bhts", q, k, preferred_element_type=jnp.float32)
