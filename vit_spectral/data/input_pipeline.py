@@ -306,15 +306,8 @@ def _decode(builder: tfds.core.DatasetBuilder, image_bytes: tf.Tensor):
 
 
 def _options() -> tf.data.Options:
-  """Deterministic order; fixed parallelism instead of tf.data's autotuner.
-
-  The autotuner runs a background optimisation thread per iterator, and
-  destroying the iterator waits for its current pass: after the 2000-step
-  digits run that wait was 16 s at the trainer's return (0.2 s without it),
-  and it grows with the run (the process exited about 50 s after its last
-  step). Without it, `num_parallel_calls=AUTOTUNE` runs `initial_parallelism`
-  threads: one per CPU core, as an input host dedicated to training wants.
-  """
+  """Deterministic order; fixed parallelism (one thread per usable CPU core)
+  instead of tf.data's autotuner (why: docs/design.md#datainput_pipelinepy)."""
   options = tf.data.Options()
   options.deterministic = True
   options.autotune.enabled = False
@@ -331,13 +324,9 @@ def _options() -> tf.data.Options:
 
 
 def train_split(cfg: InputSettings | Any, builder: tfds.core.DatasetBuilder) -> str:
-  """`cfg.train_split`, cut to its first `train_fraction` of examples.
-
-  The data-efficiency runs of paper 003 (Table 2) train on the first 10% /
-  50% / 100% of the CIFAR-100 training split: the first round(f * N) examples
-  in TFDS order (a fixed subset, the same on every run and process count).
-  (InputSettings checks the fraction and that the split is not sliced.)
-  """
+  """`cfg.train_split`, cut to its first round(f · N) examples in TFDS order,
+  f = `train_fraction` (paper 003, Table 2: 10% / 50% / 100% of CIFAR-100's
+  training split; the same subset on every run and process count)."""
   cfg = input_settings(cfg)
   if cfg.train_fraction == 1.0:
     return cfg.train_split
@@ -386,16 +375,11 @@ def _shipped_split_size(builder: tfds.core.DatasetBuilder, split: str,
 
 
 def planned_meta(cfg: InputSettings | Any) -> DatasetMeta:
-  """The DatasetMeta of `cfg` from what is known without the data: nothing
-  read, prepared or downloaded, and TFDS not asked whether it is prepared
-  where the answer is not needed. For checking a run before the data is there
-  (`train.py --dry_run`).
-
-  Classes and channels come from the TFDS builder's features (defined in
-  code). Example counts come from SHIPPED_SPLIT_SIZES when both splits are
-  there (unsliced splits of the shipped data sets, cut to `train_fraction`
-  as `train_split` does; the catalog's sizes, which a prepared copy has
-  too); else from the prepared data set's metadata (`dataset_meta`).
+  """The DatasetMeta of `cfg` without reading, preparing or downloading the
+  data (`train.py --dry_run`): classes and channels from the builder's
+  features, example counts from SHIPPED_SPLIT_SIZES where both splits are
+  there (cut to `train_fraction`), else from the prepared data set's
+  metadata (`dataset_meta`).
 
   Raises:
     DatasetNotPreparedError: not prepared, and a split's size is not known.
@@ -419,10 +403,7 @@ def planned_meta(cfg: InputSettings | Any) -> DatasetMeta:
 
 def _has_dataset_info(builder: tfds.core.DatasetBuilder) -> bool:
   """`builder.is_prepared()` without the WARNING that TFDS logs when it is
-  not ("Variant folder ... has no dataset_info.json"): TFDS calls the
-  version's folder prepared when it holds dataset_info.json (`is_prepared`
-  checks the folder's version name too, which for the builder's own
-  `data_path` is valid)."""
+  not: the version's folder holds dataset_info.json."""
   return (builder.data_path / "dataset_info.json").exists()
 
 
@@ -579,49 +560,27 @@ def create_train_dataset(
   """Infinite, deterministic, resumable training stream: this process's rows
   of every global batch.
 
-  The global stream. The global batch of B = `cfg.batch_size` examples is
-  drawn from S = `stream_shards` shard streams (default: the process count,
-  the layout of every run before elastic resume existed), b = B / S
-  consecutive examples from each, shard s on rows [s·b, (s+1)·b). Shard s is
-  slice s of S of `cfg.train_split` (`tfds.split_for_jax_process`), read as
-  undecoded records in a fixed order. Its epoch e is that slice shuffled with
-  a buffer of `cfg.shuffle_buffer` and a seed derived statelessly from (seed,
-  s, e); epochs are chained with `Dataset.counter(start_epoch).flat_map(...)`
-  (`_epochs`). Example number g of the shard stream (g counts from 0 across
-  epochs) is decoded and augmented with a stateless seed derived from (seed,
-  s, g) (`_train_preprocess`). Batches run across epoch boundaries, so no
-  example is ever dropped.
+  The global batch of B = `cfg.batch_size` examples takes b = B / S
+  consecutive examples from each of S = `stream_shards` shard streams (shard
+  s on rows [s·b, (s+1)·b)). Shard s is slice s of S of the train split
+  (`tfds.split_for_jax_process`); its epoch e is that slice shuffled with a
+  seed derived statelessly from (seed, s, e) (`_epochs`), and its example g
+  (counted across epochs) is decoded and augmented with a seed from (seed, s,
+  g) (`_train_preprocess`). Batches run across epoch boundaries. So a step's
+  global batch is a function of (data set, seed, S, B, position) alone;
+  `rows` only picks which rows this process reads (before decoding).
 
-  So the global batch of a step is a function of (data set, seed, S, B,
-  position) alone. The process and device counts decide only which rows
-  each process reads: `rows` = [start, stop) of the global batch (default:
-  this process's equal share, [p·B/P, (p+1)·B/P)). A process reads the shard
-  streams its rows touch; rows of a shard it does not take whole are picked
-  before decoding, so nothing is decoded twice. With S = P (the default) each
-  process reads exactly its own slice, as before. This is what lets a run
-  move between process counts with the examples it would have seen
-  (`durability.stream_state`).
+  Resume: `start_example` = E examples already consumed per shard stream
+  gives exactly the stream of `start_example=0` without its first E examples
+  (`stream_start_at`), skipping undecoded records.
 
-  Resume. `start_example` = E examples already consumed from each shard
-  stream (default `start_step` · b). The stream starts at epoch E // N (N
-  examples in the shard), skips the first E % N shuffled records of that
-  epoch and numbers examples from g = E, giving exactly the stream of
-  `start_example=0` without its first E examples (`stream_start_at`). The
-  skip happens before decoding: resuming reads at most one epoch of raw
-  (encoded) records, plus the shuffle buffer fill, and decodes nothing extra.
+  Recipe options (off by default): RandAugment after crop and flip, random
+  erasing after normalisation, repeated augmentation (Hoffer et al., 2020;
+  DeiT's RASampler: r = repeated_augment copies of each record, each its own
+  g); `train_fraction` restricts the split first (`train_split`).
 
-  Recipe options (each off by default). After crop and flip: RandAugment
-  (`randaugment.randaugment`, fill = cfg.mean); after normalisation: random
-  erasing. Both draw from seeds folded from example g's seed, so they resume
-  exactly too. Repeated augmentation (Hoffer et al., 2020; DeiT's RASampler)
-  with r = repeated_augment puts r consecutive copies of each shuffled record
-  in the stream (each its own g, so its own augmentation): an epoch of the
-  stream is then r·N examples and the resume arithmetic above runs over
-  those. `train_fraction` restricts the split first (`train_split`).
-
-  Caveat: tf.data combines the shuffle seed with TF's global seed, so the
-  order also depends on `tf.random.set_seed` if anyone calls it; nothing in
-  vit_spectral does (JAX code has no reason to), so leave it unset.
+  Leave TF's global seed unset (`tf.random.set_seed`): tf.data combines it
+  with the shuffle seed. Design notes: docs/design.md#datainput_pipelinepy
 
   Args:
     cfg: `config.input` (InputSettings or its ConfigDict).

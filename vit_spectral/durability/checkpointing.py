@@ -6,31 +6,12 @@ checkpoint written on one mesh restores onto another. A step that cannot be
 read (damaged files, missing metadata, arrays that differ from the
 fingerprint saved with them: `state_fingerprint`, in `fingerprints/<step>.json`)
 is moved aside to `<step>.unreadable`, never deleted, and the next older one is
-tried; orbax neither lists nor
-garbage-collects the moved directories. A save that fails (e.g. a full disk)
-is raised as one `errors.CheckpointSaveError` naming the directory, the step
-and the newest good checkpoint.
+tried; orbax neither lists nor garbage-collects the moved directories. A save
+that fails (e.g. a full disk) is raised as one `errors.CheckpointSaveError`
+naming the directory, the step and the newest good checkpoint.
 
-What damage does, as measured (orbax 0.12.8, tensorstore 0.1.86; 4096 random
-bytes over the start, middle and end of each file of a step, one at a time:
-`tests/training/test_checkpoint_damage.py`):
-  - the step is moved aside, with a warning naming the file:
-    `default/_METADATA`, `_sharding`, `array_metadatas/*`, `stream/metadata`
-    (JSON; the errors of the ones parsed in Python name no file, so the
-    step directory is named),
-    `default/manifest.ocdbt` and `default/d/*` (the OCDBT manifest and b-tree
-    that orbax merged from the processes' databases), and the data files
-    under `default/ocdbt.process_<i>/d/` wherever the bytes hit array chunks
-    (from the start of the file on; a chunk fails to decode, or decodes to
-    wrong numbers that the fingerprint catches);
-  - harmless, the step restored bit-identical: `_CHECKPOINT_METADATA`, the
-    `commit_success.txt` files, `ocdbt.process_<i>/manifest.ocdbt`, the
-    files that hold only the processes' own b-tree nodes, and the end of a
-    data file where it holds such nodes too (most do): after the merge
-    nothing reads them.
-Damage in an array chunk once stopped every rerun: orbax raises it as a
-plain `Exception` whose cause is tensorstore's FAILED_PRECONDITION, so
-`is_damage` reads the whole exception chain.
+What damage to each file of a step does, as measured:
+docs/design.md#durabilitycheckpointingpy
 """
 
 from __future__ import annotations
@@ -226,14 +207,9 @@ class Checkpointer:
     return f"step {step} -> {target} ({failure})"
 
   def check_for_errors(self) -> None:
-    """Raises what a finished background save raised (cheap; call every
-    step): orbax itself reports it only at the next save. With several
-    processes it stays so (the next save is where all processes wait; one
-    process stopping alone would leave the others hanging in a collective).
-
-    Looks without waiting: orbax's own `check_for_errors` also waits for
-    the metadata writes of a save in flight, which stalled the loop (9% fewer
-    steps/s on the tiny digits model).
+    """Raises what a finished background save raised, without waiting (cheap;
+    call every step): orbax itself reports it only at the next save. With
+    several processes, the next save reports it (where all processes wait).
 
     Raises:
       errors.CheckpointSaveError: a background save failed.
@@ -402,10 +378,8 @@ def _attempt(read: Callable[[], Any], where: str | None = None) -> tuple[Any, st
 
 def _read_stored(item_dir: str) -> Any:
   """`stored_structure(item_dir)`, after listing the keys of the step's OCDBT
-  database (orbax's default format; skipped for others) one read at a time:
-  a damaged index or data file fails there with one error, not in orbax's
-  concurrent reads of every array's metadata (where each pending read prints
-  a traceback)."""
+  database (orbax's default format; skipped for others), so that a damaged
+  index or data file fails with one error."""
   if (epath.Path(item_dir) / "manifest.ocdbt").exists():
     base = item_dir if "://" in item_dir else "file://" + item_dir
     kvstore = ts.KvStore.open({"driver": "ocdbt", "base": base.rstrip("/") + "/"}).result()
@@ -555,13 +529,8 @@ def _file_and_reason(error: BaseException, text: str) -> tuple[str | None, str]:
 def _ocdbt_value_file(database: str, key: str) -> str | None:
   """The data file that holds `key`'s value in the OCDBT database at
   `database`, found by walking its b-tree from the manifest's newest root
-  (a few small reads); None where that fails.
-
-  Interior entries give the smallest key of a subtree relative to the
-  prefix so far, and the prefix the subtree's keys drop
-  (`subtree_common_prefix`); a leaf entry's `indirect_value` is
-  'value:<base path>:<file id>:<offset>:<length>' (an inline value lies in
-  the leaf node itself).
+  (a few small reads; the format: docs/design.md#durabilitycheckpointingpy);
+  None where that fails.
   """
   try:
     base = ts.KvStore.open(database if "://" in database else "file://" + database).result()
@@ -601,13 +570,9 @@ def stored_structure(item_dir: str) -> Any:
 
 
 def read_on_host(item_dir: str) -> Any:
-  """The tree saved in `item_dir` (a step's `default` item) as NumPy arrays, as
-  orbax reads it: not checked against the step's fingerprint (`latest_params`
-  does that).
-
-  A NumPy target: read onto the host, whatever devices and processes wrote it
-  (without a target orbax looks for the writers' devices and fails elsewhere).
-  """
+  """The tree saved in `item_dir` (a step's `default` item) as NumPy arrays on
+  the host, whatever devices and processes wrote it; not checked against the
+  step's fingerprint (`latest_params` does that)."""
   target = jax.tree_util.tree_map(lambda leaf: np.empty(leaf.shape, leaf.dtype),
                                   stored_structure(item_dir))
   return ocp.StandardCheckpointer().restore(item_dir, target)
@@ -615,8 +580,7 @@ def read_on_host(item_dir: str) -> Any:
 
 def saved_steps(directory: str) -> list[int]:
   """The finished steps in a checkpoint directory, oldest first, as orbax's
-  CheckpointManager lists them (the same step-name format), without a manager:
-  a read-only one warns three times per call that it is read-only."""
+  CheckpointManager lists them, without a manager."""
   name_format = ocp.path.step.standard_name_format()
   return sorted(metadata.step for metadata in name_format.find_all(epath.Path(directory)))
 
@@ -653,10 +617,8 @@ def latest_params(workdir: str, step: int | None = None,
                   key: str = "params") -> tuple[Any, int]:
   """The parameters saved in a trainer workdir, as host arrays, and their step.
 
-  For analysis and notebooks: no model, optimizer or mesh is needed, the tree is
-  read as stored (NumPy arrays), also where other devices or several processes
-  wrote it. `key="ema_params"` reads the EMA parameters of recipes that
-  keep them.
+  No model, optimizer or mesh is needed. `key="ema_params"` reads the EMA
+  parameters of recipes that keep them.
 
   Raises:
     FileNotFoundError: `workdir` holds no finished checkpoint (or not `step`).
