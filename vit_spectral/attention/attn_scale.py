@@ -10,31 +10,18 @@ with n the number of tokens, CLS included (as in the authors' code). Since A·1 
 
     Â·V = (1 + ω)·(A·V) − ω·1·mean_tokens(V)ᵀ,
 
-so the output costs O(n·d) on top of plain attention and never builds an n×n
-array besides the softmax itself; the fused path (`implementation`) takes A·V from
-`jax.nn.dot_product_attention` and applies the same rescaling (`all_pass_rescale`).
-`all_pass_weights` is the explicit Â; it is only built when the map is recorded
-for the diagnostics (the "intermediates" collection is mutable).
+so the output costs O(n·d) on top of plain attention (either path:
+`all_pass_rescale`); the explicit Â (`all_pass_weights`) is only built when the
+map is recorded.
 
-With a mask (causal or padding; the paper has none), eq. 7's 11ᵀ/n would give
-every masked key the weight −ω/n in Â, so a token's output would change when
-a future (or padding) token changes. The DC part is restricted to the keys
-each query may attend to: row t of A_LP is the uniform map over query t's
-allowed keys S_t,
+Readings chosen where the paper is silent (reasons: docs/design.md#attentionattn_scalepy):
+with a mask, row t of A_LP is uniform over query t's allowed keys S_t
+(eq. 7 when every key is allowed; a row with none allowed: all keys), so
 
-    A_LP[t, s] = 1/|S_t| if s ∈ S_t else 0,    Â = A_LP + (1 + ω)(A − A_LP),
-    Â·V = (1 + ω)·(A·V) − ω·mean_{s ∈ S_t}(V_s),
+    Â·V = (1 + ω)·(A·V) − ω·mean_{s ∈ S_t}(V_s);
 
-which is eq. 7 when every key is allowed, keeps Â's rows summing to one and
-zero on masked keys, and keeps ω = 0 exactly A. A masked mean is one more
-(n×n)·V product (the per-query means differ), still no second map to store.
-A row with no allowed key gets the uniform softmax over all keys from
-`Attention.probabilities`; its A_LP is uniform over all keys too, so Â = A
-there.
-
-Reading chosen where the paper is silent: attention dropout, when enabled, is
-applied to A before the rescaling (Â = A_LP + (1 + ω)·(drop(A) − A_LP)), which keeps
-the fast form exact; the paper's DeiT recipes use no attention dropout.
+attention dropout, when enabled, is applied to A before the rescaling
+(Â = A_LP + (1 + ω)·(drop(A) − A_LP)).
 """
 
 from __future__ import annotations
@@ -149,19 +136,10 @@ class AttnScaleAttention(Attention):
 
   Parameters: "omega", (num_heads,) zeros, then those of the baseline
   ("query", "key", "value", "out"), so ω = 0 is exactly `dot_product`
-  attention and ω is never weight-decayed (1-D). The sown `attention_weights`
-  are Â. Under a mask the DC part is the mean over each query's allowed keys
-  (module docstring), so masked tokens never reach the output.
-
-  Hooks (`attention.base`): `prepare` creates ω; `rescale_mixed` turns the
-  mixed values A·V of either path into Â·V (`all_pass_rescale`: (1 + ω)·(A·V)
-  − ω·DC with the masked DC; on the explicit path that is `all_pass_apply`);
-  `sow_weights` records Â. Fused path (`implementation`): A·V from
-  `attention.fused.fused_attention` (the same masked softmax(Q Kᵀ/√d_h)), then
-  the same rescaling; neither A nor Â is built or sown.
-
-  Training diagnostics (`LOGGED_PARAMS`; paper 000, eq. 9, Fig. 6): per layer
-  "attn_scale_omega_mean", "_min" and "_max" over the heads' ω.
+  attention (ω is 1-D: never weight-decayed). `rescale_mixed` turns A·V of
+  either path into Â·V; the sown `attention_weights` are Â. Training
+  diagnostics (`LOGGED_PARAMS`; eq. 9, Fig. 6): "attn_scale_omega_mean",
+  "_min" and "_max" over the heads' ω.
 
   Call contract: see `vit_spectral.attention.base`.
   """

@@ -21,22 +21,11 @@ W_V, reshaped to (D, H, Dh), projects the values of every head, and W_proj,
 reshaped to (H, Dh, D), is the output projection. The sum over heads of
 W_V,h W_proj,h is then exactly V_H Λ_H V_H^{T or −1}.
 
-The settings (mode, clip, ε) have one owner, the frozen `ValueOutput`: its
-defaults are the attention module's defaults (`attention.base.Attention` reads
-them from `DEFAULT`) and its checks run when one is built. The value
-(`Attention.project_value`) and output (`Attention.project_out`) projections
-take their kernels from one `value_output_kernels` call per layer and step
-(`Attention._eigen_kernels`), and the diagnostics
-(`vit_spectral.analysis.eigen`) call it on trained parameters with the layer's
-`ValueOutput.from_options(attention_kwargs)`: one definition of the kernels for
-the model and the analysis.
-
-Cost (issue 40): the D×D factorisation per layer (QR of Θ, or LU for V_H⁻¹)
-is ~0.1 % of a step's FLOPs but a serial solver call (cuSOLVER on a GPU,
-LAPACK on scipy's OpenBLAS on a CPU), so each layer makes one factorisation
-and as few solver calls as the same numbers allow: `orthogonal_factor` forms
-Q from the reflectors by matmuls, and `_inverse`'s gradient uses the inverse
-it has. benchmarks/eigen_overhead.py measures the step.
+The settings (mode, clip, ε) have one owner, the frozen `ValueOutput`
+(`DEFAULT` gives `attention.base.Attention`'s defaults); `value_output_kernels`
+is the one definition of the kernels, for the model (`Attention._eigen_kernels`)
+and the analysis (`analysis.eigen`). Design notes and cost:
+docs/design.md#attentionvalue_outputpy
 
 Parameters of an eigen-reparameterized attention module (besides query/key):
   h_theta (D, D): Θ (symmetric modes), or h_vectors (D, D): V_H (non-symmetric);
@@ -178,16 +167,12 @@ def orthogonal_factor(theta):
 
 
 def _householder_qr(x):
-  """(Q, R) of the square x = QR from geqrf's reflectors.
+  """(Q, R) of the square x = QR from geqrf's reflectors, formed by matmuls.
 
   Q = I − Y T Yᵀ, with T the compact-WY factor of the reflectors
   H_j = I − τ_j y_j y_jᵀ: T⁻¹ = diag(1/τ) + striu(YᵀY) (Puglisi 1992; LAPACK's
-  larft), solved as (I + diag(τ) striu(YᵀY)) T = diag(τ) so that τ_j = 0
-  (H_j = I, always the last column) needs no 1/τ. That replaces
-  householder_product (orgqr), a serial solver call on a GPU, by a triangular
-  solve and matmuls. R = triu(Qᵀx), R to rounding: Q and R then come from
-  matmul outputs, which the encoder's "dots" residual policy keeps for the
-  backward pass, so that it runs no second geqrf.
+  larft), solved as (I + diag(τ) striu(YᵀY)) T = diag(τ) (τ_j = 0 needs no
+  1/τ). R = triu(Qᵀx), R to rounding.
   """
   h, taus = jnp.linalg.qr(x, mode="raw")  # geqrf; NumPy's raw mode returns its transpose
   eye = jnp.eye(x.shape[-1], dtype=x.dtype)
@@ -217,11 +202,8 @@ def _householder_q_jvp(primals, tangents):
 
 
 def _lu_newton_inverse(v):
-  """V⁻¹: `jnp.linalg.inv` (LU, two triangular solves), then one Newton step
-  X ← X(2I − VX), which moves X by its own residual I − VX (float32 rounding
-  times V's condition number; the step only shrinks it) and leaves V⁻¹ a
-  matmul output, which the encoder's "dots" residual policy keeps for the
-  backward pass instead of factorising V again there."""
+  """V⁻¹: `jnp.linalg.inv` (LU), then one Newton step X ← X(2I − VX), which
+  leaves V⁻¹ a matmul output (why: docs/design.md#attentionvalue_outputpy)."""
   x = jnp.linalg.inv(v)
   eye = jnp.eye(v.shape[-1], dtype=v.dtype)
   return jnp.matmul(x, 2 * eye - jnp.matmul(v, x, precision=_HIGHEST), precision=_HIGHEST)
@@ -234,9 +216,7 @@ def _inverse(v):
 
 @_inverse.defjvp
 def _inverse_jvp(primals, tangents):
-  """d(V⁻¹) = −V⁻¹ dV V⁻¹ with the V⁻¹ just computed: two matmuls where
-  `jnp.linalg.inv`'s own rule solves with the LU factors again (two more
-  triangular solves in the backward pass)."""
+  """d(V⁻¹) = −V⁻¹ dV V⁻¹ with the V⁻¹ just computed (two matmuls)."""
   (v,), (dv,) = primals, tangents
   inv = _lu_newton_inverse(v)
   return inv, -jnp.matmul(inv, jnp.matmul(dv, inv, precision=_HIGHEST), precision=_HIGHEST)
