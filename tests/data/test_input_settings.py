@@ -47,7 +47,9 @@ def test_bad_field_raises_naming_it(field, value):
 
 
 def test_choice_errors_list_the_choices():
-  with pytest.raises(ValueError, match=r"input\.train_augment='crop'; choose one of "
+  # The nearest choice is named when one is close (`settings.check_choice`).
+  with pytest.raises(ValueError, match=r"input\.train_augment='crop' \(did you mean "
+                     r"'pad_crop'\?\); choose one of "
                      r"\['none', 'pad_crop', 'random_resized_crop', 'resize'\]"):
     data.InputSettings(**REQUIRED, train_augment="crop")
   with pytest.raises(ValueError, match=r"input\.eval_resize='center'; choose one of"):
