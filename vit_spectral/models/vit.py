@@ -69,92 +69,57 @@ class Block(nn.Module):
     (x, state), None = block((x, state), drop_path_rate, mask)    carry
 
   x, y: (B, T, D); drop_path_rate: a scalar; mask: bool, see attention.base.
-  The carry form is what the encoder's `nn.scan` (and its loop) threads from
-  block to block, `state` being the attention variant's memory (None for
-  stateless variants; `Encoder` starts it). The plain form is for a module
-  of one's own: a stateless attention (every variant but Hopfield with
-  alpha_hidden > 0) needs no state, and a block whose attention carries one
-  raises a ValueError naming the carry form rather than drop the memory that
-  the next block would read. The input decides the form: a tuple (or list)
-  is a carry, an array the plain call's x. Training is the module's
-  `deterministic=False` (as for the encoder), with a "dropout" rng passed to
-  `apply` (dropout and drop-path draw from it).
+  The carry form is what the encoder threads from block to block, `state`
+  being the attention variant's memory (None for stateless variants;
+  `Encoder` starts it); the plain form raises a ValueError where the
+  attention carries a state. A tuple (or list) input is a carry, an array the
+  plain call's x. Training: `deterministic=False` and a "dropout" rng.
 
-  A sequence of residual branches (`BlockSpec.branches` describes them;
-  analysis reads that description): with `conv_block` a convolution branch, then
-  attention, then (with `use_mlp`) the MLP. `block_order` places the norm
-  around the attention and MLP branches (LipsFormer, paper 001, Table 1):
+  A sequence of residual branches (`BlockSpec.branches`): with `conv_block` a
+  convolution branch, then attention, then (with `use_mlp`) the MLP.
+  `block_order` places the norm around the attention and MLP branches
+  (LipsFormer, paper 001, Table 1):
 
     "pre_norm" (default):  x <- x + DropPath(α ⊙ f(Norm(x)))
     "post_norm":           x <- Norm(x + DropPath(α ⊙ f(x)))
     "lipsformer":          x <- Norm(x + DropPath(α ⊙ f(x)))  with α required
                            (the LipsFormer block; use norm="center_norm")
 
-  The LipsFormer block (§4.2.1, Fig. 1) as the paper draws it: three
-  sub-modules, each a residual branch re-weighted by α and dropped by DropPath
-  — the convolution block (7×7 depth-wise then 1×1 point-wise convolution on
-  the patch grid, one branch), scaled cosine attention, feed-forward — with
-  CenterNorm after the attention branch and after the feed-forward branch
-  only (the paper: "CenterNorm operator is optional after each sub-module. In
-  this work we apply CenterNorm after scaled cosine similarity attention and
-  feed-forward connection"), i.e. two norms per block, each on the residual
-  sum:
+  The LipsFormer block (§4.2.1, Fig. 1; CenterNorm after the attention and
+  feed-forward sub-modules only, as the paper's text says):
 
     x <- x + DropPath(α_c ⊙ PW(DW(x)))               conv branch, no norm
     x <- CN(x + DropPath(α_1 ⊙ SCSA(x)))
     x <- CN(x + DropPath(α_2 ⊙ FFN(x)))
 
-  The conv branch has no norm in any order. The block then ends in its norm,
-  so the encoder adds no final norm after it (`BlockSpec.ends_in_norm`).
-
-  α is the weighted residual shortcut of eq. 4, a learned per-channel vector
-  ("alpha{suffix}", initialised to `residual_alpha`); with `residual_alpha=None`
-  the branch is not weighted (α ≡ 1, no parameter). The attention output goes
-  through dropout before DropPath. DropPath rescales kept branches by
-  1/(1 − p) in training unless `drop_path_rescale=False` (LipsFormer, App. J),
-  which keeps them unscaled and scales the branch by (1 − p) at evaluation
-  instead; either way the evaluation output is the training output's mean
-  over the drop masks (`layers.drop_path`). Defaults give
-  the plain pre-norm ViT block, parameter names "norm1", "attention", "norm2",
+  The conv branch has no norm in any order; a block that ends in its norm
+  gets no final encoder norm (`BlockSpec.ends_in_norm`). α is eq. 4's
+  per-channel weight ("alpha{suffix}", init `residual_alpha`; None = no
+  parameter). The attention output goes through dropout before DropPath;
+  `drop_path_rescale=False` is LipsFormer's App. J (`layers.drop_path`).
+  Defaults give the plain pre-norm ViT block: "norm1", "attention", "norm2",
   "mlp".
 
-  What the block computes is its `spec` (`models.specs.BlockSpec`); options
-  for the attention branch (defaults: the standard block, same parameters,
-  same numbers):
+  Attention-branch options of the `spec` (defaults: the standard block):
 
-  * feat_scale: FeatScale (paper 000, eqs. 10-12) re-weights the DC and
-    high-frequency parts of the attention output before dropout;
-    feat_scale_form picks eqs. 10-12 as written ("equations") or the
-    authors' DeiT code, which adds the re-weighted parts twice
-    ("authors_deit", `layers.feat_scale`).
-  * attention_residual="replace" (paper 004): x <- Attn(Norm(x), skip=x). The
-    attention's own skip path (Hopfield's α·skip) takes the block input x and
-    replaces the residual: α·x + (1 - α)·Attn(Norm(x)). Needs a variant with
-    `mixes_skip` (e.g. "hopfield").
-  * attention_residual="none": x <- Attn(Norm(x)), no residual around attention
-    (a variant's own skip, if any, still mixes its input Norm(x)).
-    In both, the attention output is the stream itself, not a residual branch,
-    so the block's dropout, drop-path and α do not apply to it; both need
-    block_order="pre_norm".
-  * use_mlp=False: no MLP sub-block (and no norm2). With attention_residual=
-    "none" this is the attention-only network of Dong et al. / paper 004 Thm 5.2.
-  * Windows (Swin) and stripes (CSwin) are the block's `layout`
-    (`models.token_layouts`): the attention runs within them and the block
-    knows nothing more of them. FeatScale acts on the attention output after
-    the windows are merged back and the shift undone, so its DC is the
-    token mean of the whole stage map: paper 000 re-weights "the output of
-    MSA", and the authors' Swin code (VITA-Group/ViT-Anti-Oversmoothing,
-    swin/models/swin_featscale.py, SwinTransformerBlock.forward) takes the
-    mean after window_reverse and the reverse cyclic shift. With CSwin's two
-    stripe groups it re-weights their sum (CSwin's one MSA output) with the
-    stage-wide token mean, as for Swin: the authors' code has no CSwin, and
-    their Swin code's reading gives the stripes one DC.
+  * feat_scale: FeatScale (paper 000, eqs. 10-12) on the attention output
+    before dropout; feat_scale_form "equations" or "authors_deit"
+    (`layers.feat_scale`). Under windows or stripes it acts after they are
+    merged back, with the stage-wide token mean, as the authors' Swin code
+    does (swin/models/swin_featscale.py).
+  * attention_residual="replace" (paper 004): x <- Attn(Norm(x), skip=x),
+    i.e. α·x + (1 - α)·Attn(Norm(x)); needs a `mixes_skip` variant.
+  * attention_residual="none": x <- Attn(Norm(x)) (Dong et al. / paper 004
+    Thm 5.2 with use_mlp=False). In both, dropout, drop-path and α do not
+    apply to the attention output; both need block_order="pre_norm".
+  * use_mlp=False: no MLP sub-block (and no norm2).
+
+  Design notes: docs/design.md#modelsvitpy
 
   Attributes:
-    spec: what the block computes (`BlockSpec`: heads, MLP width, attention
-      variant and options, norm, the papers' block options, dtypes).
-    layout: the token layout (`models.token_layouts`): the grid and prefix
-      tokens the attention and convolutions see, and the windows, if any.
+    spec: what the block computes (`BlockSpec`).
+    layout: the token layout (`models.token_layouts`): the grid, prefix
+      tokens and windows or stripes the attention and convolutions see.
     deterministic: disables dropout and drop-path.
   """
   spec: BlockSpec
@@ -271,68 +236,31 @@ class Encoder(nn.Module):
     spec: the `EncoderSpec`: how the blocks run (its fields below).
     layouts: the blocks' token layout (`models.token_layouts`), one for all
       or one per layer (e.g. Swin's regular and shifted windows).
-    layer_overrides: per-layer-range changes of the block spec (see
-      `models.segments`); consecutive layers with equal spec and layout form
-      a segment, scanned as one stack.
-    drop_path_rates: explicit per-layer rates (`depth` of them), e.g. a
-      slice of one linear schedule over every stage of a hierarchical
-      backbone; None = linear from 0 to `spec.drop_path_rate` over depth.
-    final_norm: end in the final norm as described above; False = no
-      "encoder_norm" (a stage of a backbone that places its norms itself).
+    layer_overrides: per-layer-range changes of the block spec
+      (`models.segments`); consecutive equal layers form a segment, scanned
+      as one stack.
+    drop_path_rates: explicit per-layer rates (`depth` of them); None =
+      linear from 0 to `spec.drop_path_rate` over depth.
+    final_norm: False = no "encoder_norm" (a backbone stage that places its
+      norms itself).
     deterministic: disables dropout.
 
-  The `EncoderSpec` fields:
+  The `EncoderSpec` fields (same parameters, same numbers in every setting):
     mode: "scan" (parameters stacked along a leading depth axis under
-      "encoderblock", or "encoderblock_segment{k}" per segment when layers
-      differ) or "loop" (one subtree per block, "encoderblock_{i}").
-      `models.layouts` converts between the two.
-    unroll: "scan" only: blocks per iteration of the compiled loop, an int
-      >= 1; a segment's length or more = no loop at all (straight-line code,
-      "loop" mode's speed and compile time). The parameters stay stacked.
-      None (default) = the backend's (`backends.Backend.unrolls_encoder`:
-      every block on a GPU, else 1).
-    residuals: what the backward pass keeps from the forward (without
-      `remat`): "all" (every residual autodiff saves) or "dots" (the outputs
-      of the Dense and Conv matmuls, `jax.checkpoint_policies.
-      dots_with_no_batch_dims_saveable`, and of a fused attention kernel's
-      forward, `fused.is_kernel_forward`: norms, activations and XLA's
-      attention scores, softmax and product with V are recomputed in the
-      backward pass). None (default) = the backend's
-      (`backends.Backend.encoder_residuals`: "dots" for the scan, "all" for
-      the loop). Same parameters, same numbers; only the compiled program
-      changes.
+      "encoderblock", or "encoderblock_segment{k}" per segment) or "loop"
+      ("encoderblock_{i}"); `models.layouts` converts between the two.
+    unroll: "scan" only: blocks per iteration, an int >= 1 (a segment's
+      length or more = no loop). None = the backend's
+      (`backends.Backend.unrolls_encoder`: every block on a GPU, else 1).
+    residuals: what the backward pass keeps (without `remat`): "all" or
+      "dots" (the Dense and Conv matmul outputs,
+      `dots_with_no_batch_dims_saveable`, and a fused attention kernel's
+      forward, `fused.is_kernel_forward`; the rest is recomputed). None = the
+      backend's (`backends.Backend.encoder_residuals`: "dots" for the scan,
+      "all" for the loop).
     remat: rematerialise each block in the backward pass (keeps nothing).
 
-  Why the CPU scan keeps only the matmul outputs. The scan's backward pass
-  reads the forward's residuals from stacked (L, ...) buffers, and
-  `jax.lax.scan` starts each stacked output as a zero-filled buffer
-  (`lax.empty2`, a broadcast) that XLA copies before the loop overwrites it
-  slice by slice; in "loop" mode the same values are plain temporaries that
-  XLA fuses into their consumers. With every residual kept, the train step of
-  ViT-Ti at 32² in 4² patches, batch 128, depth 4, compiles to 35 such copies
-  writing 758 MB per step before any block runs (the MLP's (4, 128, 65, 768)
-  activations five times, the attention probabilities, the norms' inputs,
-  ...) and needs 1090 MB of temporaries (loop: 757 MB). A GPU or TPU writes
-  memory at over 1 TB/s; this CPU lost ~12 % of the step to it. With "dots"
-  the compiled step keeps 12 copies of 74 MB and 389 MB of temporaries, and
-  the element-wise work is recomputed inside the backward loop, where it
-  fuses (`jax.jit(step).lower(...).compile()`: `as_text()`,
-  `memory_analysis()`). Unrolling the loop (`unroll` >= depth) removes the
-  buffers too, at the price of "loop" mode's compile time.
-
-  Measured on the 2-core CPU (ViT-Ti width 192, 3 heads, MLP 768, 32² images,
-  4² patches, depth 12, batch 128, float32, AdamW, `training.steps.train_step`;
-  the variants interleaved in one process, 3 rounds × 2 steps, medians (min);
-  2026-11-23, machine load ~1.5): wall per step: scan with every residual
-  4.70 s (4.27), loop 3.92 s (3.67), scan with "dots" 3.63 s (3.34); CPU time
-  per step 8.39 / 7.19 / 6.59 s. The scan was 20 % slower than the loop; with
-  "dots" it is 23 % faster than before and 7 % faster than the loop. (Under
-  load 6-10, CPU time per step, unroll=12 added: all 7.64 s, loop 6.83 s,
-  unroll=12 6.66 s, "dots" 6.54 s.) Compile of the train step (wall, load
-  ~1.5): depth 12: scan 5.3 s, "dots" 4.2 s, loop 6.2 s, unroll=12 9.7 s;
-  depth 24: scan 5.0 s, "dots" 4.4 s, loop 14.8 s, unroll=24 18.1 s. The
-  scan's compile time stays flat in depth, with or without "dots"; the
-  loop's and the unrolled scan's grow with it.
+  Why "dots" for the scan, with measurements: docs/design.md#modelsvitpy
   """
   depth: int
   block: BlockSpec
@@ -421,62 +349,48 @@ class ViT(IsotropicBackbone):
   Attributes:
     num_classes: size of the zero-initialised head (0 = no head, return features).
     patch_size: side of the square patches (must divide the image side).
-    stem: "patch" (a patch_size×patch_size stride-patch_size convolution,
-      parameters "embedding/kernel" (p, p, C, D)) or "space_to_depth" (the
-      invertible down-sampling of Cordonnier et al. 2020 with block patch_size,
-      then a Dense, parameters "embedding/kernel" (p·p·C, D)). The two compute
-      the same family of maps; the second keeps the lossless re-arrangement
-      explicit, as the paper describes it.
+    stem: "patch" (a stride-p p×p convolution, "embedding/kernel" (p, p, C,
+      D)) or "space_to_depth" (Cordonnier et al. 2020's invertible
+      down-sampling with block p, then a Dense, "embedding/kernel" (p·p·C, D)).
     hidden_size, depth: the token width and the number of blocks.
     pooling: "cls" (prepend a CLS token and read it) or "mean" (mean of tokens).
     posemb: "learned" (N(0, 0.02²), CLS included), "sincos2d" or "none".
     layer_overrides: per-layer-range changes of the block spec (e.g. paper
       003's "*": the first half with value_output="minus"); see
       `models.segments`. None = every layer alike.
-    block: every block's `BlockSpec` (num_heads, mlp_dim, attention variant
-      and options, norm, dropout rates, the papers' block options, dtype and
-      param_dtype); its kernel_init "spectral" (paper 001, eq. 5) also
-      covers the patch embedding, its dropout_rate the embedding's dropout.
-    encoder: the `EncoderSpec` (scan or loop, unroll, residuals, remat,
-      drop_path_rate; `Encoder` explains them and gives the measurements).
+    block: every block's `BlockSpec`; its kernel_init "spectral" (paper 001,
+      eq. 5) also covers the patch embedding, its dropout_rate the embedding's.
+    encoder: the `EncoderSpec` (`Encoder`).
 
   Options of pretrained families (timm's `VisionTransformer` and
   `VisionTransformerDistilled` decide them: the papers are silent; the
-  defaults are the plain ViT, with the same parameters and numbers):
+  defaults are the plain ViT):
     distilled: DeiT's distillation token "dist" after the CLS token and a
-      second head "head_dist" on it; the logits are the mean of the two
-      heads' (timm's `VisionTransformerDistilled.forward_head` at
-      evaluation; its training forward returns both, which we do not).
-      Needs pooling="cls".
-    register_tokens: learned register tokens "registers" (1, R, D) after the
-      CLS (and distillation) token (Darcet et al.; timm's `reg_token`,
-      DINOv2's `*_reg4_*` models). Like every prefix token, they are tokens
-      of the stream (the sown block outputs and attention maps include them)
-      and are left out of mean pooling.
-    posemb_tokens: which tokens the learned position embedding covers:
-      "all" (prefix and patch tokens: added after the prefix tokens are
-      prepended; timm's default, the original ViT and DeiT) or "patches"
-      (added to the patch tokens before the prefix tokens are prepended:
-      timm's `no_embed_class=True`, DeiT-III, DINOv2 with registers,
-      big_vision). Only for posemb="learned".
-    norm_pre: a norm "norm_pre" on the tokens before the first block (CLIP's
-      `ln_pre`, timm's `pre_norm=True`); the block's norm and ε.
-    stem_bias: the patch embedding has a bias "embedding/bias"; timm's CLIP
-      towers have none (timm's `PatchEmbed(bias=not pre_norm)`).
+      head "head_dist" on it; logits = the mean of the two heads' (timm's
+      `forward_head` at evaluation). Needs pooling="cls".
+    register_tokens: R learned tokens "registers" (1, R, D) after the CLS
+      (and distillation) token (Darcet et al.; timm's `reg_token`); prefix
+      tokens of the stream, left out of mean pooling.
+    posemb_tokens: the learned position embedding covers "all" tokens (timm's
+      default, ViT, DeiT) or the "patches" only (timm's `no_embed_class=True`:
+      DeiT-III, DINOv2 with registers, big_vision). posemb="learned" only.
+    norm_pre: a norm "norm_pre" before the first block (CLIP's `ln_pre`,
+      timm's `pre_norm=True`); the block's norm and ε.
+    stem_bias: the patch embedding has a bias "embedding/bias" (timm's CLIP
+      towers have none: `PatchEmbed(bias=not pre_norm)`).
 
-  Mixed precision (`model.dtype="bfloat16"`, `BlockSpec.dtype`, the one switch; the CIFAR and
-  ImageNet recipes' default, `vit_spectral/configs/common.py`): parameters stay in
-  `param_dtype` (float32) and are cast to bf16 where they are used, so the
-  optimizer, its state and the checkpoints are float32. The patch embedding,
-  the token stream between blocks (the scan carry) and every projection, MLP
-  and convolution run in bf16. In float32 are: the attention scores and their
-  softmax (`attention.base`; the sown attention weights are float32), the
-  statistics of every norm (LayerNorm, CenterNorm; their outputs are bf16),
-  the token means of FeatScale and AttnScale (with their scales), DropPath's
-  rescaling, the depth-wise convolution's sum, the carried attention state
-  (Hopfield's scores, `_as_float32`), and the pooling, head and logits, so
-  the loss and its gradient start in float32. "float16" takes the same
-  paths but the trainer has no loss scaling: use bfloat16.
+  Mixed precision (`model.dtype="bfloat16"`, `BlockSpec.dtype`, the one
+  switch; the CIFAR and ImageNet recipes' default,
+  `vit_spectral/configs/common.py`): parameters stay in `param_dtype`
+  (float32) and are cast where used, so the optimizer state and checkpoints
+  are float32. The patch embedding, the token stream between blocks and every
+  projection, MLP and convolution run in bf16. In float32 are: the attention
+  scores and softmax (and the sown weights), every norm's statistics (their
+  outputs are bf16), the token means of FeatScale and AttnScale (with their
+  scales), DropPath's rescaling, the depth-wise convolution's sum, the
+  carried attention state (`_as_float32`), and the pooling, head, logits and
+  loss. "float16" takes the same paths but the trainer has no loss scaling:
+  use bfloat16.
   """
   stem: str = "patch"
   pooling: str = "cls"
