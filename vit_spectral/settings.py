@@ -111,24 +111,28 @@ def as_settings(cls: type[T], value: Any) -> T:
   return value if isinstance(value, cls) else from_config(cls, value)
 
 
-def scalar_type(hint: Any) -> Any:
-  """The type a config value of annotation `hint` is read as: int, float,
-  bool, str or tuple (`X | None` -> X's), else Any."""
+def value_type(hint: Any) -> Any:
+  """The type a value of annotation `hint` holds: `X | None` -> X, a generic
+  alias -> its origin (`tuple[int, ...]` -> tuple)."""
   args = [a for a in typing.get_args(hint) if a is not type(None)]
   if type(None) in typing.get_args(hint) and len(args) == 1:
     hint = args[0]
-  hint = typing.get_origin(hint) or hint
-  return hint if hint in (int, float, bool, str, tuple) else Any
+  return typing.get_origin(hint) or hint
+
+
+def scalar_type(hint: Any) -> Any:
+  """The type a config value of annotation `hint` is read as from the command
+  line: int, float, bool, str or tuple (`value_type`), else Any."""
+  kind = value_type(hint)
+  return kind if kind in (int, float, bool, str, tuple) else Any
 
 
 def _placeholder_type(annotation: Any) -> type | None:
-  """`str | None` -> str (the type a None default is overridden with)."""
-  args = [a for a in typing.get_args(annotation) if a is not type(None)]
-  origin = typing.get_origin(annotation)
-  if origin in (typing.Union, types.UnionType) and len(args) == 1:
-    inner = args[0]
-    return typing.get_origin(inner) or inner
-  return None
+  """`str | None` -> str (the type a None default is overridden with); None
+  for an annotation that does not admit None."""
+  admits_none = typing.get_origin(annotation) in (typing.Union, types.UnionType) and (
+      type(None) in typing.get_args(annotation))
+  return value_type(annotation) if admits_none and len(typing.get_args(annotation)) == 2 else None
 
 
 def _config_of(cls: type, values: Mapping[str, Any]) -> ml_collections.ConfigDict:

@@ -50,7 +50,7 @@ from vit_spectral.models.specs import DTYPES, BlockSpec, EncoderSpec, check_atte
 from vit_spectral.models.variants import MODEL_NAMES
 from vit_spectral.models.vit import ViT
 from vit_spectral.names import did_you_mean
-from vit_spectral.settings import check_choice, plain
+from vit_spectral.settings import check_choice, plain, value_type
 
 __all__ = ["ModelSpec", "block_options", "build_model", "check_known", "config_keys",
            "dtype_name", "merge_variant", "model_class", "model_config", "model_defaults",
@@ -98,11 +98,8 @@ def dtype_name(dtype: Any) -> str:
 
 
 def _placeholder(hint: Any):
-  """A typed placeholder for a field of type `hint` (`X | None` -> X)."""
-  args = [a for a in typing.get_args(hint) if a is not type(None)]
-  if type(None) in typing.get_args(hint) and args:
-    hint = args[0]
-  return config_dict.placeholder(typing.get_origin(hint) or hint)
+  """A typed placeholder for a field of type `hint` (`settings.value_type`)."""
+  return config_dict.placeholder(value_type(hint))
 
 
 def _field(cls: type, name: str) -> dataclasses.Field:
