@@ -7,19 +7,16 @@
     d.plot()                  # the papers' per-layer curves
     analysis.compare({"baseline": d0, "attn_scale": d1}).plot()
 
-The model is run in inference mode on batches of `batch_size` images (the last
-one padded; padded images count nowhere), through one jitted function per
-model and metric set that compiles once per batch shape and is reused by
-every later call. Each metric (`analysis.layer_metrics`) is averaged over
-the images (and windows) on the fly, so memory does not grow with the number
-of images; the per-image values and the attention maps themselves are kept
-only when asked (`per_image=True`, `keep_maps=True`).
+The model runs in inference mode on batches of `batch_size` images (the last
+padded; padded images count nowhere), one jitted function per model and
+metric set. Each metric (`analysis.layer_metrics`) is averaged over the images
+(and windows) on the fly; per-image values and maps are kept only when asked
+(`per_image=True`, `keep_maps=True`).
 
-What the model must sow is `analysis.protocol` (library models already do):
-its blocks' output tokens and attention maps. Library models (`models.ViT`,
-`CaiT`, `Swin`, `CSwin`) are read through the layout walker, whatever their
-encoder layout, stage by stage, and add their weight diagnostics (paper 003's
-H, FeatScale's s and t, the scalars their attention variants declare).
+The model must sow what `analysis.protocol` asks (library models do). Library
+models (`models.ViT`, `CaiT`, `Swin`, `CSwin`) are read stage by stage in any
+encoder layout and add their weight diagnostics (paper 003's H, FeatScale's s
+and t, their attention variants' declared scalars).
 """
 
 from __future__ import annotations
@@ -410,7 +407,7 @@ def diagnose(model: nn.Module, variables: Mapping[str, Any], images, *,
       None = all.
     batch_size: images per forward pass (memory grows with it, not with N).
     keep_maps: also return every attention map (`Diagnosis.maps`: N·L·H·T²
-      floats; ViT-B/16 on 64 images holds 1.4 GB).
+      floats).
     per_image: also return each image's values (`Diagnosis.per_image`).
     apply_kwargs: keyword arguments of the forward; None = the model's
       inference switch (`protocol.default_apply_kwargs`: train=False, ...).

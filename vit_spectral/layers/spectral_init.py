@@ -13,23 +13,15 @@ map the layer computes, so it is taken two ways:
   convolution whose windows do not overlap (stride = kernel size: every patch
   goes through the same matrix), i.e. the patch embedding.
 * `grid_conv_spectral(grid_size, depthwise)`: a convolution on the token grid
-  with zero ("SAME") padding is not its kernel matrix: its windows overlap, and
-  a 7×7 depth-wise kernel of matrix norm 1 reached an operator norm of 1.52 on
-  an 8×8 grid. Here σ_max is the exact operator norm on that grid: a
-  depth-wise conv acts on each channel c by the (R·C, R·C) doubly-Toeplitz
-  matrix T_c of its k×k kernel (zero padding cuts the bands at the borders);
-  the channels are independent, so the norm is max_c σ_max(T_c), computed by
-  an SVD of every T_c (exact to float precision, not an estimate) on grids of
-  up to EXACT_MAX_TOKENS tokens. On larger grids (the 56×56 and 28×28 stages
-  of LipsFormer-Swin/CSwin at 224², where the SVDs of (R·C)² matrices took
-  over ten minutes) by POWER_ITERATIONS steps of power iteration on TᵀT, all
-  channels at once, with the convolution itself and its transpose: a lower
-  bound that converged to within 1.3e-4 relative of the SVD's value on 16²
-  and 32² grids (7×7 kernels; 3e-7 on 32²), about a second per layer. A 1×1 conv
-  maps every token by the same matrix, so its norm is the kernel matrix's
-  σ_max. A full (channel-mixing) k×k conv with k > 1 is refused: its operator
-  is an (R·C·D)² matrix and no Block uses one. `conv_initializer` picks this
-  initializer for `GridConv` when the name is "spectral".
+  with zero ("SAME") padding, whose overlapping windows make its operator norm
+  differ from its kernel matrix's. A depth-wise conv acts on each channel c by
+  the (R·C, R·C) doubly-Toeplitz matrix T_c of its k×k kernel, so σ_max =
+  max_c σ_max(T_c): an SVD of every T_c (exact) on grids of up to
+  EXACT_MAX_TOKENS tokens, else POWER_ITERATIONS steps of power iteration on
+  TᵀT (a lower bound). A 1×1 conv's norm is the kernel matrix's σ_max; a full
+  k×k conv with k > 1 is refused (no Block uses one). `conv_initializer`
+  picks this initializer for `GridConv` when the name is "spectral".
+  Measurements: docs/design.md#layersspectral_initpy
 
 Which layers get it with `model.kernel_init = "spectral"` (the paper: "all
 convolutions and feed-forward connections"): the attention's query, key,
@@ -113,8 +105,7 @@ def depthwise_power_norm(kernel: jax.Array, grid_size: tuple[int, int],
 
   The map is the depth-wise SAME convolution itself (`lax.conv_general_dilated`,
   as `grid_conv` computes it) and Tᵀ its exact linear transpose, so no
-  (rows·cols)² matrix is formed. Returns a float32 lower bound of the norm
-  (module docstring: its measured accuracy).
+  (rows·cols)² matrix is formed. Returns a float32 lower bound of the norm.
   """
   width = kernel.shape[-1]
   kernel = kernel.astype(jnp.float32)

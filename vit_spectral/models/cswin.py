@@ -1,82 +1,49 @@
 """CSwin Transformer (Dong et al., CVPR 2022) and LipsFormer-CSwin (paper 001).
 
 A hierarchical backbone of `models.vit.Block`s with cross-shaped window
-attention (`models.token_layouts.StripeLayout`): in every block the first half of the heads
-attend within horizontal stripes of `stripe_widths[k]` rows (the whole
-width), the second half within vertical stripes (the whole height), each
-half with its own projections, the two outputs added. Values get CSwin's
-locally-enhanced positional encoding (LePE, §3.3: the shared attention field
-`lepe`, a depth-wise 3×3 convolution of V within each stripe, added to
-softmax(·)V). A stripe as wide as the stage's grid is one window: the last
-stage at 224² (7×7 tokens, stripe 7) attends globally with all heads in one
-group, as the official model's last stage.
+attention (`models.token_layouts.StripeLayout`): in every block the first half
+of the heads attend within horizontal stripes of `stripe_widths[k]` rows, the
+second half within vertical stripes, each half with its own projections, the
+two outputs added; values get CSwin's LePE (§3.3, the attention field `lepe`).
+A stripe as wide as the stage's grid is one window (global attention, one
+group, as the official model's last stage at 224²).
 
-Layout: stage k (params "stage_0" ... "stage_{n-1}", as Swin's) is a strided
-convolution and a norm ("embedding", "embedding_norm": the stem in stage_0, the merging
-between stages after it) followed by its blocks, a `models.vit.Encoder`
-named "encoder" (scanned or looped by `encoder_mode`, so
-`models.layouts.layer_trees(params["stage_2"])` walks the third stage like the
-ViT encoder). Widths double from stage to stage. Then the final norm ("norm",
-unless the blocks end in their own norm, the LipsFormer order), the mean of
-the tokens (sown as "pre_logits") and the head.
+Layout: stage k ("stage_0" ... "stage_{n-1}", as Swin's) is a strided
+convolution and a norm ("embedding", "embedding_norm") then its blocks, a
+`models.vit.Encoder` "encoder"; widths double from stage to stage; then the
+final norm "norm" (unless the blocks end in their own norm), the token mean
+(sown as "pre_logits") and the head.
 
-Shapes, from the official code (microsoft/CSWin-Transformer, models/cswin.py,
-read, not copied): CSwin-T width 64, depths (1, 2, 21, 1), heads (2, 4, 8, 16);
-CSwin-S width 64, depths (2, 4, 32, 2), heads (2, 4, 8, 16); CSwin-B width
-96, depths (2, 4, 32, 2), heads (4, 8, 16, 32); stripes (1, 2, 7, 7), MLP
-ratio 4, qkv bias, a 7×7 stride-4 stem with padding 2 and 3×3 stride-2
+Shapes from the official code (microsoft/CSWin-Transformer, models/cswin.py,
+read, not copied): CSwin-T width 64, depths (1, 2, 21, 1), heads (2, 4, 8,
+16); CSwin-S width 64, depths (2, 4, 32, 2), heads (2, 4, 8, 16); CSwin-B
+width 96, depths (2, 4, 32, 2), heads (4, 8, 16, 32); stripes (1, 2, 7, 7),
+MLP ratio 4, qkv bias, a 7×7 stride-4 stem with padding 2 and 3×3 stride-2
 merges with padding 1 (`embedding="overlapping"`), each followed by a
-LayerNorm (ε 1e-5, PyTorch's), exact GELU, DropPath linear in depth over
-all blocks. Parameters (1000 classes): CSwin-T 22,320,552, CSwin-S
-34,643,304, CSwin-B 77,382,184, equal to the official layer list counted
-independently (tests/models/test_cswin.py; published: 23M, 35M, 78M). One
-difference in form, none in function: the official block has one qkv
-projection and one output projection of the two groups' concatenation; here
-each group has its own (the column group's output projection without bias,
-`models.token_layouts`), which is the same map with the same parameter count.
+LayerNorm (ε 1e-5), exact GELU, DropPath linear over all blocks. Parameters
+(1000 classes): 22,320,552 / 34,643,304 / 77,382,184, the official layer
+list's. Each stripe group has its own output projection (the column group's
+without bias) where the official block has one of the concatenation: the same
+map, the same parameter count.
 
 LipsFormer-CSwin-T/S/B (paper 001, §4.2, App. B Table 4, Fig. 3): the CSwin
-shapes with CenterNorm (stem, merges and blocks), scaled cosine attention
-(τ = 12) with LePE, the weighted residual α initialised to 0.2 on every
-branch (`LIPSFORMER_CSWIN_ALPHA`, below), spectral init, the convolution
-branches — "two depth-wise convolutions (dwc) and one point-wise convolution
-(pwc)" (§5.3): the 7×7 depth-wise + 1×1 branch and a second 7×7 depth-wise
-branch (`BlockSpec.extra_depthwise_branch`) — the LipsFormer block order
-(CenterNorm after the attention and feed-forward sums, so no final norm),
-DropPath without rescaling in training (× (1 − p) at evaluation), and
-non-overlapping convolution embedding and merging "as in Swin" (4×4 stride
-4, 2×2 stride 2: `embedding="patch"`). Parameters
-(1000 classes): 23,780,136 / 37,505,832 / 83,052,232, equal to the
-authors' code's layer list (IDEA-Research/LipsFormer, models/cswin.py,
-`dw_conv_layer=2`; the paper rounds: 24M / 38M / 83M). Where that code
-differs from the paper, the paper (and the library's LipsFormer block) is
-followed: the code has GELUs inside the convolution branches, one
-CenterNorm per block after the feed-forward sum (it declares a second, unused:
-same parameter count) where the paper has one after the attention sum and
-one after the feed-forward sum, and in the cosine attention un-normalised V
-and the heads divided by √K rather than K (`attention.cosine`'s defaults
-follow the paper; LePE convolves the V that is mixed, V̂ there).
+shapes with CenterNorm, scaled cosine attention (τ = 12) with LePE, α = 0.2 on
+every branch (`LIPSFORMER_CSWIN_ALPHA`), spectral init, a 7×7 depth-wise + 1×1
+branch and a second 7×7 depth-wise branch (§5.3), the LipsFormer block order,
+DropPath without rescaling, and non-overlapping embedding and merging
+(`embedding="patch"`). Parameters: 23,780,136 / 37,505,832 / 83,052,232, the
+authors' code's (IDEA-Research/LipsFormer, models/cswin.py, `dw_conv_layer=2`).
+Where that code differs from the paper, the paper is followed; α = 0.2, where
+the paper contradicts itself, is the authors' code's.
 
-α = 0.2: here the paper contradicts itself and the authors' code decides.
-Table 6 gives α = 1/L with L the residual blocks (1/25 for CSwin-T), but
-§4.1.3 initialises α to "a small value such as 0.1 and 0.2" and Table 3
-ablates α ∈ {0.1, 0.2, 0.3, 0.4} on LipsFormer-CSwin-T, 0.2 best (81.6%, the
-figure of the full model in every other ablation row; 0.4 diverges), none of
-them 1/25. The authors' code (models/cswin.py, in the repository's first
-commit 00acb80, deleted since) builds every ScaleLayer of a
-block (the two depth-wise branches, attention, MLP) with its default init_t =
-0.2 (CSWin_64_12211_tiny_224 passes alpha=dict(init_t=0.05), but the
-block's `**alpha_cfg` is commented out); that default does not depend on the
-size, so S and B get 0.2 too (the code defines only the tiny model).
+FeatScale (paper 000) re-weights the two groups' summed output with the
+stage-wide token mean as its DC (`models.vit.Block`).
 
-FeatScale (paper 000) re-weights the two stripe groups' summed output, CSwin's
-one MSA output, with the token mean of the whole stage map as its DC
-(`models.vit.Block`: the authors' Swin code's reading; their code has no CSwin).
+Raises: the Hopfield score memory (it cannot cross windows or stages); an
+eigen `value_output` (a stripe group lacks heads·head_dim = width); images
+whose side the total stride or a stage's stripe width does not divide.
 
-Errors: the Hopfield score memory cannot cross windows or stages (raises,
-`models.token_layouts`); the eigen `value_output` needs heads·head_dim = width, which a
-stripe group (half the heads) does not have (raises); images whose side the
-total stride or a stage's stripe width does not divide raise.
+Design notes: docs/design.md#modelscswinpy
 """
 
 from __future__ import annotations

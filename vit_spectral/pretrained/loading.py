@@ -7,65 +7,29 @@
 
     model, variables = load_big_vision("ViT-B_16.npz", "B/16")
 
-timm families read here (`TIMM_ARCHITECTURES`, every size timm registers;
-what each adds is timm's code, `timm/models/vision_transformer.py`, `deit.py`,
-since the papers are silent): ViT and DeiT, MAE encoders (".mae": no head,
-the model returns the final-normed CLS token), DeiT-III (LayerScale, the
-position embedding on the patch tokens only), distilled DeiT (a distillation
-token after the CLS token and a second head; the logits are the two heads'
-mean, timm's evaluation forward), DINOv2 (patch 14, LayerScale, 518², no
-head: features; `_reg4_`: four register tokens, the position embedding on
-the patch tokens; ViT-g: a SwiGLU MLP) and CLIP image towers (norm_pre,
-LayerNorm ε 1e-5, no patch-embedding bias, QuickGELU in the `_quickgelu_`
-names, the head timm makes of the projection). CaiT and Swin names go to their
-families' converters (`FAMILY_CONVERTERS`: pretrained/cait_timm.py,
-pretrained/swin_timm.py). `timm_preprocessing(name)`
-(pretrained/timm_preprocessing.py) gives the input
-each name's weights were trained on; no torch needed.
+timm families read here (`TIMM_ARCHITECTURES`, every size timm registers; what
+each adds is timm's code, `timm/models/vision_transformer.py`, `deit.py`, since
+the papers are silent): ViT, DeiT, MAE encoders, DeiT-III, distilled DeiT,
+DINOv2 (with registers) and CLIP image towers. CaiT and Swin names go to their
+families' converters (`FAMILY_CONVERTERS`). `timm_preprocessing(name)` gives
+the input each name's weights were trained on; no torch needed.
 
 `model_overrides` are `config.model` fields (`models.build`) added to the
-checkpoint's architecture: our mechanisms, e.g.
-`attention=dict(name="attn_scale")`, `block=dict(feat_scale=True)`,
-`encoder_mode="loop"`. Parameters they add (AttnScale's ω, FeatScale's s, t)
-start at their initial values, which are zero for both (paper 000), so the
-converted model computes the pretrained function until they train.
-
-`load_into` (`config.init_from`) fits a checkpoint to a model the config
-built: the ViT, or a family with a registered converter (CaiT, whose timm
-checkpoints `cait_timm.timm_params` converts).
-
-What makes the converted model compute the anchor's function:
-
-* timm (PyTorch): NCHW conv kernel (D, C, p, p) -> (p, p, C, D); the fused
-  `qkv` (3D, D) split into query/key/value (D, H, Dh); `proj` (D, D) -> out
-  (H, Dh, D); Linear weights transposed; LayerScale `ls{1,2}.gamma` -> the
-  Block's weighted residual `alpha{1,2}`; `dist_token`, `reg_token`,
-  `norm_pre`, `head_dist` -> the ViT's `dist`, `registers`, `norm_pre`,
-  `head_dist`; the MLP's GELU is the exact erf form
-  (`mlp_activation="gelu_erf"`); LayerNorm ε = 1e-6 (CLIP: 1e-5).
-* big_vision and the original ViT / AugReg code (Flax): the same layout as
-  ours; the GELU is flax's tanh form (our default). AugReg files name the
-  block's modules LayerNorm_0, MultiHeadDotProductAttention_1, LayerNorm_2,
-  MlpBlock_3 and hold the CLS row in `Transformer/posembed_input/pos_embedding`;
-  big_vision's own files name them LayerNorm_0, MultiHeadDotProductAttention_0,
-  LayerNorm_1, MlpBlock_0, may stack the blocks along a leading depth axis
-  (`Transformer/encoderblock`, its scanned layout), and keep `pos_embedding`
-  for the patch tokens only (added before the CLS token is prepended, so the
-  CLS row is zero here: the same function).
+checkpoint's architecture (e.g. `attention=dict(name="attn_scale")`); the
+parameters they add start at values that keep the pretrained function
+(AttnScale's ω and FeatScale's s, t are zero, paper 000). `load_into`
+(`config.init_from`) fits a checkpoint to a model the config built.
 
 A different resolution resamples the position embedding as each anchor does
-(`models.posemb.RESAMPLE_METHODS`: timm bicubic, big_vision linear zoom; the
-prefix tokens' rows, if any, kept). Every tensor the model needs must be in
-the file with its shape, or the load stops with `errors.WeightsMismatchError`
-naming the first that is missing or does not fit; nothing is half-loaded
-(the parameters are built apart and returned only when complete). Tensors of
-the file that no parameter takes are listed in the `LoadReport` (logged as a
-warning); tensors that would change the function and the named
-architecture lacks (a distillation token, registers, LayerScale or
-norm_pre under the name of a family without them), and tensors of what this
-ViT does not compute at all (a norm after pooling, `fc_norm`; query/key
-norms; an attention-pooling (MAP) head; big_vision's representation layer)
-stop the load.
+(`models.posemb.RESAMPLE_METHODS`: timm bicubic, big_vision linear zoom).
+`errors.WeightsMismatchError` stops the load, with nothing half-loaded, when a
+tensor the model needs is missing or does not fit, or the file holds tensors
+that would change the function and the named architecture lacks or this ViT
+does not compute (`fc_norm`, query/key norms, a MAP head, big_vision's
+representation layer). Tensors no parameter takes are listed in the
+`LoadReport`.
+
+How each family maps onto our parameters: docs/design.md#pretrainedloadingpy
 """
 
 from __future__ import annotations
