@@ -22,7 +22,7 @@ end of each file of step 30, one (file, position) at a time, restored as the
 trainer restores: step 30 bit-identical to the reference's where nothing
 reads those bytes, else step 30 moved aside (one plain warning line naming
 the file) and step 20 bit-identical to the reference's; what each file does
-is in `vit_spectral.durability.checkpointing`'s docstring. A full rerun for the
+is in docs/design.md (section durability/checkpointing.py). A full rerun for the
 issue's case (the start of the largest data file) is among the five above.
 
 Save failures: orbax's own file writes (`async_path.write_text`, what it
