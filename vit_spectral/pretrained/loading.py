@@ -465,8 +465,11 @@ def _fit(converted: Mapping[str, np.ndarray], names: Mapping[str, str], unused: 
   return params, report
 
 
-def _convert(source: Any, format: str, model: Any) -> tuple[dict, dict, list]:
-  """(flat converted {our path: array}, {path: source name}, unused names)."""
+def _convert(source: Any, format: str, model: Any,
+             family_params: Callable[..., Any] | None) -> tuple[dict, dict, list]:
+  """(flat converted {our path: array}, {path: source name}, unused names);
+  `family_params` is the converter's `timm_params` of a model that is not the
+  ViT (`load_into` found it)."""
   if format == "vit_spectral":
     if not isinstance(source, Mapping):
       raise ValueError("format 'vit_spectral' takes a params tree (e.g. from "
@@ -479,11 +482,7 @@ def _convert(source: Any, format: str, model: Any) -> tuple[dict, dict, list]:
                      "loads from 'timm' or 'vit_spectral'")
   weights = read_weights(source)
   if not isinstance(model, ViT):    # the family's converter (strict: unknown tensors raise)
-    load_into_classes = _load_into_classes()
-    if type(model) not in load_into_classes:
-      raise ValueError(f"config.init_from cannot fit a {family}: no timm converter for it is "
-                       f"registered (those that are: {[c.__name__ for c in load_into_classes]})")
-    converted, names = load_into_classes[type(model)](weights, _num_heads(model))
+    converted, names = family_params(weights, _num_heads(model))
     return converted, names, []
   if format == "timm":
     return timm_params(weights, _num_heads(model))
@@ -525,7 +524,8 @@ def load_into(source: Any, format: str, model: Any, init_params: Mapping[str, An
                      f"{type(model).__name__}; load "
                      "that family's timm weights with load_timm(source, name), which "
                      "returns its model and variables")
-  converted, names, unused = _convert(source, format, model)
+  converted, names, unused = _convert(source, format, model,
+                                      load_into_classes.get(type(model)))
   target = _loop_flat(jax.tree_util.tree_map(
       lambda a: jax.ShapeDtypeStruct(np.shape(a), a.dtype), init_params))
   flat, report = _fit(converted, names, unused, model, target, lambda: init_params,
