@@ -18,14 +18,15 @@ __all__ = ["attention_rows", "main", "model_rows", "tables"]
 
 
 def _summary(cls: type) -> str:
-  return (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+  """The first line of `cls`'s docstring ("" without one)."""
+  return next(iter((cls.__doc__ or "").strip().splitlines()), "")
 
 
 def attention_rows() -> list[tuple[str, str, str, str]]:
   """(name, class, module, summary) of every registered attention variant."""
   from vit_spectral.attention import get_attention, registered_attentions  # pylint: disable=import-outside-toplevel
-  return [(name, get_attention(name).__name__, get_attention(name).__module__,
-           _summary(get_attention(name))) for name in registered_attentions()]
+  classes = {name: get_attention(name) for name in registered_attentions()}
+  return [(name, cls.__name__, cls.__module__, _summary(cls)) for name, cls in classes.items()]
 
 
 def model_rows() -> list[tuple[str, str, str]]:
