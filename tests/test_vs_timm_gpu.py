@@ -13,6 +13,9 @@ import pytest
 
 from benchmarks import throughput, vs_timm_gpu
 
+# The GPU harness on CPU: the `extended` step runs it (the GPU run is its use).
+pytestmark = pytest.mark.extended
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Ti/16's width, one block, 16x16 images in 8x8 patches (5 tokens).
 TINY = ["--models=Ti", "--image=16", "--patch=8", "--depth=1", "--batch=8", "--dtype=float32",

@@ -55,7 +55,8 @@ def images():
   return jnp.asarray(fx.images().transpose(0, 2, 3, 1))
 
 
-@pytest.mark.parametrize("name", ["cait_s24_224", "cait_xxs24_224"])
+@pytest.mark.parametrize("name", [pytest.param("cait_s24_224", marks=pytest.mark.extended),
+                                  "cait_xxs24_224"])
 def test_random_weight_logits_equal_timms(name, images):
   """LayerScale γ ~ 0.5 and talking heads ~ N(0, 0.5²) in the fixture, so a
   wrong layout would show (a transposed proj_l alone: 1e-2)."""

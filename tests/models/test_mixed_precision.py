@@ -102,6 +102,7 @@ def train_digits(config, params, batches):
   return np.asarray(losses)
 
 
+@pytest.mark.extended
 def test_bf16_digits_run_follows_the_float32_loss_curve():
   """60 steps of the digits recipe (a 1-block ViT), float32 and bf16 from the
   same initial parameters on the same batches.

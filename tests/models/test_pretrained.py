@@ -140,6 +140,7 @@ def _changed(variables, path, value):
   return {"params": params}
 
 
+@pytest.mark.extended   # three whole-size models: the mechanism tests below run the others
 @pytest.mark.parametrize("name", ["vit_small_patch14_dinov2", "vit_base_patch16_224.mae",
                                   "vit_base_patch32_clip_quickgelu_224"])
 def test_pretrained_family_equals_timm(name, images):

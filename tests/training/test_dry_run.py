@@ -187,6 +187,7 @@ def test_planned_meta_needs_no_data(tmp_path, caplog):
   assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
 
 
+@pytest.mark.extended
 def test_the_cli_dry_run_of_an_unprepared_data_set_logs_no_tfds_warning(tmp_path):
   """A CIFAR recipe with an empty data_dir: the report, and on stderr no
   line from TFDS (its 'Variant folder ... has no dataset_info.json')."""

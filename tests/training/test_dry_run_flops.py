@@ -116,6 +116,7 @@ def test_summary_gives_both_counts_and_no_advice_to_rerun(reports):
   assert "loop" not in line
 
 
+@pytest.mark.extended   # every staged backbone (the hand count above runs by default)
 @pytest.mark.parametrize("module", ["digits_swin", "digits_cswin", "digits_cait"])
 def test_backbones_count_the_same_matmuls_in_scan_and_loop_mode(module, request):
   counts = {}

@@ -58,11 +58,20 @@ def source(tmp_path_factory):
   return workdir
 
 
+@pytest.fixture(scope="module")
+def untrained_source(tmp_path_factory):
+  """A digits (10-class) run of 6 steps: a workdir to refuse things against."""
+  workdir = str(tmp_path_factory.mktemp("untrained_source"))
+  trainer.train_and_evaluate(tiny(6), workdir)
+  return workdir
+
+
 def _flat(tree):
   return {"/".join(str(k.key) for k in path): np.asarray(leaf)
           for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]}
 
 
+@pytest.mark.extended
 def test_finetune_starts_from_the_loaded_weights_learns_and_resumes_its_own(
     source, tmp_path, monkeypatch):
   started, original = [], trainer.initial_state
@@ -110,7 +119,8 @@ def test_finetune_starts_from_the_loaded_weights_learns_and_resumes_its_own(
       FINETUNE_STEPS
 
 
-def test_errors_name_the_field_and_nothing_is_trained(source, tmp_path):
+def test_errors_name_the_field_and_nothing_is_trained(untrained_source, tmp_path):
+  source = untrained_source
   # A bad format, a path of the wrong kind: one line naming the field.
   config = finetune_config(source)
   config.init_from.format = "torch"

@@ -45,6 +45,7 @@ def trained(tmp_path_factory):
   return workdir
 
 
+@pytest.mark.extended
 def test_a_config_that_changes_shapes_stops_and_writes_nothing(trained):
   before = _snapshot(trained)
   with pytest.raises(errors.ConfigMismatchError) as raised:
@@ -60,6 +61,7 @@ def test_a_config_that_changes_shapes_stops_and_writes_nothing(trained):
     assert "ConfigMismatchError" in f.read()  # the traceback went to the log file
 
 
+@pytest.mark.extended
 def test_a_config_that_fits_resumes_and_is_recorded(trained, tmp_path):
   trained = str(shutil.copytree(trained, tmp_path / "w"))  # the fixture stays as trained
   config = tiny_config("depth=1,width=16,heads=2,steps=9")
