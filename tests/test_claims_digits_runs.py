@@ -19,6 +19,7 @@ def _config(lr: float, steps: int, method: str = "baseline"):
   return config
 
 
+@pytest.mark.extended
 def test_a_rate_given_at_run_time_trains_as_that_rate_in_the_config():
   steps = 6
   want = train(_config(3e-3, steps), seed=0, steps=steps, batch_size=16, chunk=3)
@@ -66,6 +67,7 @@ def test_init_from_refuses_a_tree_of_other_shapes_or_paths():
     digits_runs._start_from(fresh, {"other": {"kernel": np.zeros((2, 3))}})
 
 
+@pytest.mark.extended
 def test_mnist1d_is_generated_balanced_reproducibly_and_leaves_the_global_streams_alone():
   import random  # noqa: PLC0415
   np.random.seed(7)

@@ -268,6 +268,7 @@ def test_scan_and_loop_layouts_give_the_same_logits():
                              rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.extended
 def test_lipsformer_swin_and_eigen_value_output_run():
   images = tiny_images()
   lips = build_model({"variant": "LipsFormer-Swin-T", **TINY, "encoder_mode": "loop"},

@@ -193,6 +193,7 @@ def test_read_scalars_keeps_the_last_write_of_a_step(tmp_path):
     layer_series(scalars, "b")
 
 
+@pytest.mark.extended
 def test_a_staged_backbone_is_diagnosed_over_all_its_stages():
   from vit_spectral import analysis
   from vit_spectral.configs import digits_swin

@@ -129,6 +129,7 @@ def test_backbones_count_the_same_matmuls_in_scan_and_loop_mode(module, request)
   assert counts["scan"] == counts["loop"] > 0
 
 
+@pytest.mark.extended
 def test_xla_count_covers_every_stage_of_a_scanned_swin(swin_scan_report):
   # Two stages, each a scan over its 2 blocks. XLA's own figure, each loop
   # body once, falls below the step's products alone (1.47e8 against 1.60e8,

@@ -58,14 +58,6 @@ def source(tmp_path_factory):
   return workdir
 
 
-@pytest.fixture(scope="module")
-def untrained_source(tmp_path_factory):
-  """A digits (10-class) run of 6 steps: a workdir to refuse things against."""
-  workdir = str(tmp_path_factory.mktemp("untrained_source"))
-  trainer.train_and_evaluate(tiny(6), workdir)
-  return workdir
-
-
 def _flat(tree):
   return {"/".join(str(k.key) for k in path): np.asarray(leaf)
           for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]}
@@ -119,8 +111,8 @@ def test_finetune_starts_from_the_loaded_weights_learns_and_resumes_its_own(
       FINETUNE_STEPS
 
 
-def test_errors_name_the_field_and_nothing_is_trained(untrained_source, tmp_path):
-  source = untrained_source
+def test_errors_name_the_field_and_nothing_is_trained(tmp_path):
+  source = str(tmp_path / "source")   # the checks below do not read it
   # A bad format, a path of the wrong kind: one line naming the field.
   config = finetune_config(source)
   config.init_from.format = "torch"
@@ -147,7 +139,11 @@ def test_errors_name_the_field_and_nothing_is_trained(untrained_source, tmp_path
     trainer.train_and_evaluate(config, str(workdir))
   assert not workdir.exists()
 
-  # Another class count with reinit_head=False: the head is named, nothing saved.
+
+@pytest.mark.extended   # it trains the source run
+def test_a_head_that_does_not_fit_is_named_and_nothing_is_saved(source, tmp_path):
+  """Another class count with reinit_head=False: the head is named, nothing saved."""
+  workdir = tmp_path / "never"
   config = finetune_config(source)
   config.init_from.reinit_head = False
   with pytest.raises(errors.WeightsMismatchError,
