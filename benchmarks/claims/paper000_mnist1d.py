@@ -64,20 +64,21 @@ def _words(depth: int, claimed: str) -> str:
           f"{claimed}. " + gains_words(f"{MNIST1D_TEST_EXAMPLES} test signals"))
 
 
-criteria.declare(
-    Criterion(
-        id="000-table1-mnist1d", where="§5, Table 1 (12-layer DeiT-S)",
-        claim=criterion_for("000-table1").claim,
-        kind="training_effect", words=_words(12, "+0.9 / +1.1 points"),
-        test=_judge_depth12, resolution=_resolution_depth12,
-        paper_values=criterion_for("000-table1").paper_values),
-    Criterion(
-        id="000-table1-depth24-mnist1d", where="§5, Table 1 (24-layer DeiT-S)",
-        claim=criterion_for("000-table1-depth24").claim,
-        kind="training_effect", words=_words(24, "+0.6 / +0.8 points"),
-        test=_judge_depth24, resolution=_resolution_depth24,
-        paper_values=criterion_for("000-table1-depth24").paper_values),
-)
+# Per depth: the claim's id here, the digits entry it carries to MNIST-1D (its
+# claim and the paper's numbers), the claimed gains in words, judge, resolution.
+DEPTHS = {
+    12: ("000-table1-mnist1d", "000-table1", "+0.9 / +1.1 points", _judge_depth12,
+         _resolution_depth12),
+    24: ("000-table1-depth24-mnist1d", "000-table1-depth24", "+0.6 / +0.8 points",
+         _judge_depth24, _resolution_depth24),
+}
+
+criteria.declare(*(
+    Criterion(id=claim_id, where=f"§5, Table 1 ({depth}-layer DeiT-S)",
+              claim=criterion_for(digits_id).claim, kind="training_effect",
+              words=_words(depth, claimed), test=test, resolution=resolution,
+              paper_values=criterion_for(digits_id).paper_values)
+    for depth, (claim_id, digits_id, claimed, test, resolution) in DEPTHS.items()))
 
 
 def mnist1d_config(method: str, depth: int, width: int, steps: int):
@@ -87,7 +88,8 @@ def mnist1d_config(method: str, depth: int, width: int, steps: int):
   return config
 
 
-def _run(name: str, depth: int, claim_id: str, gains: dict, claimed: str, seeds, small):
+def _run(name: str, depth: int, gains: dict, seeds, small):
+  claim_id, _, claimed, _, _ = DEPTHS[depth]
   width = 16 if small else WIDTH
   depth = 2 if small else depth
   steps = 20 if small else STEPS[depth]
@@ -124,12 +126,10 @@ def _run(name: str, depth: int, claim_id: str, gains: dict, claimed: str, seeds,
 
 @experiment("fourier_mnist1d", PAPER, ("000-table1-mnist1d",), trains=True)
 def fourier_mnist1d(seeds, small):
-  return _run("fourier_mnist1d", 12, "000-table1-mnist1d", TABLE1_GAINS, "+0.9 / +1.1 points",
-              seeds, small)
+  return _run("fourier_mnist1d", 12, TABLE1_GAINS, seeds, small)
 
 
 
 @experiment("fourier_mnist1d_depth24", PAPER, ("000-table1-depth24-mnist1d",), trains=True)
 def fourier_mnist1d_depth24(seeds, small):
-  return _run("fourier_mnist1d_depth24", 24, "000-table1-depth24-mnist1d", DEPTH24_GAINS,
-              "+0.6 / +0.8 points", seeds, small)
+  return _run("fourier_mnist1d_depth24", 24, DEPTH24_GAINS, seeds, small)
