@@ -33,6 +33,22 @@ def test_every_registered_claim_has_an_entry_a_criterion_and_back():
   assert sorted(criteria.CRITERIA) == sorted(registered)
 
 
+def test_a_fingerprint_covers_the_helpers_and_thresholds_a_judge_reads(monkeypatch):
+  """000-table1-mnist1d's judge is two lines that call `paper000.judge_gains`
+  with `TABLE1_GAINS`: a changed threshold or helper is a changed criterion."""
+  from benchmarks.claims import paper000_mnist1d  # noqa: PLC0415
+  criterion = criteria.criterion_for("000-table1-mnist1d")
+  helpers, constants = criteria._reads(criterion.test)
+  assert {"benchmarks.claims.paper000.judge_gains", "benchmarks.claims.ledger.verdict"} <= set(helpers)
+  assert "benchmarks.claims.paper000_mnist1d.TABLE1_GAINS" in constants
+  before = criterion.fingerprint()
+  monkeypatch.setattr(paper000_mnist1d, "TABLE1_GAINS",
+                      dict(paper000_mnist1d.TABLE1_GAINS, attn_scale=0.001))
+  assert criterion.fingerprint() != before
+  monkeypatch.undo()
+  assert criterion.fingerprint() == before
+
+
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e["id"])
 def test_verdict_is_the_declared_criterion_applied_to_the_measurements(entry):
   criterion = criteria.criterion_for(entry["id"])

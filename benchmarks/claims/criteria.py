@@ -86,11 +86,12 @@ class Criterion:
     return {"words": self.words, "function": self.function()}
 
   def fingerprint(self) -> str:
-    """A hash of the kind, the words and the test function's source: it
-    changes whenever what decides the verdict changes."""
-    source = inspect.getsource(self.test)
+    """A hash of the kind, the words, the test function's source and what it
+    reads (`_reads`): it changes whenever what decides the verdict changes."""
+    sources, constants = _reads(self.test)
     text = json.dumps({"kind": self.kind, "words": self.words, "function": self.function(),
-                       "source": source}, sort_keys=True)
+                       "source": inspect.getsource(self.test), "helpers": sources,
+                       "constants": constants}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
   def judge(self, measured: dict) -> str:
@@ -109,6 +110,42 @@ class Criterion:
 
 
 CRITERIA: dict[str, Criterion] = {}
+# The modules whose functions and constants a test reads into its fingerprint.
+_HELPER_PACKAGE = "benchmarks.claims"
+_CONSTANT_TYPES = (bool, int, float, str, tuple, frozenset, dict)
+
+
+def _codes(code):
+  """`code` and the code objects nested in it (lambdas, comprehensions)."""
+  yield code
+  for const in code.co_consts:
+    if inspect.iscode(const):
+      yield from _codes(const)
+
+
+def _reads(test: Callable) -> tuple[dict[str, str], dict[str, str]]:
+  """The functions of `benchmarks.claims` that `test` calls, directly or
+  through each other ({qualified name: source}), and the plain constants
+  they read from their modules ({module.name: repr}): a judge's helpers
+  (`paper000.judge_gains`) and thresholds (`TABLE1_GAINS`) are part of it."""
+  sources, constants, stack = {}, {}, [test]
+  while stack:
+    function = stack.pop()
+    name = f"{function.__module__}.{function.__qualname__}"
+    if name in sources:
+      continue
+    sources[name] = inspect.getsource(function)
+    if function.__defaults__:   # values bound when it was defined (a constant's name in its source)
+      constants[f"{name}.__defaults__"] = repr(function.__defaults__)
+    scope = function.__globals__
+    for code in _codes(function.__code__):
+      for global_name in code.co_names:
+        value = scope.get(global_name)
+        if inspect.isfunction(value) and value.__module__.startswith(_HELPER_PACKAGE):
+          stack.append(value)
+        elif isinstance(value, _CONSTANT_TYPES) and not global_name.startswith("__"):
+          constants[f"{function.__module__}.{global_name}"] = repr(value)
+  return sources, constants
 
 
 def declare(*criteria: Criterion) -> tuple[Criterion, ...]:
