@@ -14,6 +14,8 @@ samples; the judge is `paper000.judge_gains`, the one the digits entries use.
 
 from __future__ import annotations
 
+from typing import Callable, NamedTuple
+
 from benchmarks.claims import criteria, probes
 from benchmarks.claims.criteria import Criterion, criterion_for
 from benchmarks.claims.digits_runs import (
@@ -24,7 +26,7 @@ from benchmarks.claims.paper000 import (
     PAPER, SCALE_METHODS, TABLE1_CLAIMED, TABLE1_GAINS, judge_gains, method_config,
     resolution_gains)
 from benchmarks.claims.paper000_depth24 import (
-    ARMS, DEPTH24_GAINS, _gains_why, _t_minus_s, gains_words)
+    ARMS, DEPTH24_CLAIMED, DEPTH24_GAINS, _gains_why, _t_minus_s, gains_words)
 
 WIDTH, BATCH = 32, 64
 # Steps per depth: 4 seeds × 3 arms fit the ledger's 45 minutes on two cores
@@ -36,8 +38,6 @@ WIDTH, BATCH = 32, 64
 STEPS = {12: 2500, 24: 1250}
 SEEDS_NOTE = "paired seeds: each seed fixes the init, dropout and example order of all three arms"
 _SIGNALS = "MNIST-1D signals"
-DEPTH24_CLAIMED = ("+0.6 (AttnScale) / +0.8 (FeatScale) points of top-1 over 80.5 % (24-layer "
-                   "DeiT-S on ImageNet, Table 1)")
 _SMALL_TEST_EXAMPLES = 200
 
 
@@ -64,21 +64,31 @@ def _words(depth: int, claimed: str) -> str:
           f"{claimed}. " + gains_words(f"{MNIST1D_TEST_EXAMPLES} test signals"))
 
 
-# Per depth: the claim's id here, the digits entry it carries to MNIST-1D (its
-# claim and the paper's numbers), the claimed gains in words, judge, resolution.
+class Depth(NamedTuple):
+  """One depth's claim: its id here, the digits entry it carries to MNIST-1D
+  (the claim and the paper's numbers), the claimed gains (as data and in
+  words), its judge and resolution."""
+  claim_id: str
+  digits_id: str
+  gains: dict
+  claimed: str
+  test: Callable
+  resolution: Callable
+
+
 DEPTHS = {
-    12: ("000-table1-mnist1d", "000-table1", "+0.9 / +1.1 points", _judge_depth12,
-         _resolution_depth12),
-    24: ("000-table1-depth24-mnist1d", "000-table1-depth24", "+0.6 / +0.8 points",
-         _judge_depth24, _resolution_depth24),
+    12: Depth("000-table1-mnist1d", "000-table1", TABLE1_GAINS, "+0.9 / +1.1 points",
+              _judge_depth12, _resolution_depth12),
+    24: Depth("000-table1-depth24-mnist1d", "000-table1-depth24", DEPTH24_GAINS,
+              "+0.6 / +0.8 points", _judge_depth24, _resolution_depth24),
 }
 
 criteria.declare(*(
-    Criterion(id=claim_id, where=f"§5, Table 1 ({depth}-layer DeiT-S)",
-              claim=criterion_for(digits_id).claim, kind="training_effect",
-              words=_words(depth, claimed), test=test, resolution=resolution,
-              paper_values=criterion_for(digits_id).paper_values)
-    for depth, (claim_id, digits_id, claimed, test, resolution) in DEPTHS.items()))
+    Criterion(id=d.claim_id, where=f"§5, Table 1 ({depth}-layer DeiT-S)",
+              claim=criterion_for(d.digits_id).claim, kind="training_effect",
+              words=_words(depth, d.claimed), test=d.test, resolution=d.resolution,
+              paper_values=criterion_for(d.digits_id).paper_values)
+    for depth, d in DEPTHS.items()))
 
 
 def mnist1d_config(method: str, depth: int, width: int, steps: int):
@@ -88,8 +98,8 @@ def mnist1d_config(method: str, depth: int, width: int, steps: int):
   return config
 
 
-def _run(name: str, depth: int, gains: dict, seeds, small):
-  claim_id, _, claimed, _, _ = DEPTHS[depth]
+def _run(name: str, depth: int, seeds, small):
+  claim_id, _, gains, claimed, _, _ = DEPTHS[depth]
   width = 16 if small else WIDTH
   depth = 2 if small else depth
   steps = 20 if small else STEPS[depth]
@@ -126,10 +136,10 @@ def _run(name: str, depth: int, gains: dict, seeds, small):
 
 @experiment("fourier_mnist1d", PAPER, ("000-table1-mnist1d",), trains=True)
 def fourier_mnist1d(seeds, small):
-  return _run("fourier_mnist1d", 12, TABLE1_GAINS, seeds, small)
+  return _run("fourier_mnist1d", 12, seeds, small)
 
 
 
 @experiment("fourier_mnist1d_depth24", PAPER, ("000-table1-depth24-mnist1d",), trains=True)
 def fourier_mnist1d_depth24(seeds, small):
-  return _run("fourier_mnist1d_depth24", 24, DEPTH24_GAINS, seeds, small)
+  return _run("fourier_mnist1d_depth24", 24, seeds, small)
