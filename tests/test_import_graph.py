@@ -20,13 +20,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = os.path.join(ROOT, "vit_spectral")
 
 WINGS = (
-    ("names", "errors", "option_ranges", "lazy_exports", "settings", "backends"),
+    ("vit_spectral", "names", "errors", "option_ranges", "lazy_exports", "settings", "backends"),
     ("layers",),
     ("attention",),
     ("models",),
     ("pretrained",),
-    ("data",),
     ("analysis",),
+    ("sections",),
+    ("data",),
     ("durability",),
     ("training",),
     ("planning",),
@@ -160,3 +161,32 @@ def test_the_graph_reads_imports_inside_functions_and_relative_ones(tmp_path):
   known = {"vit_spectral.training", "vit_spectral.training.trainer", "vit_spectral.names"}
   assert _imports("vit_spectral.m", str(source), known) == {
       "vit_spectral.training.trainer", "vit_spectral.names"}
+
+
+def _imported_names(path: str) -> set[str]:
+  names = set()
+  for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
+    if isinstance(node, ast.Import):
+      names.update(a.name for a in node.names)
+    elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+      names.add(node.module)
+      names.update(f"{node.module}.{a.name}" for a in node.names)
+  return names
+
+
+def test_moved_modules_are_gone_from_their_old_place_and_nothing_imports_them():
+  """`vit_spectral.MOVED_MODULES` keeps old paths importable for users; the
+  library, its tests and benchmarks import the new ones."""
+  import vit_spectral  # pylint: disable=import-outside-toplevel
+  modules = _modules()
+  for old, new in vit_spectral.MOVED_MODULES.items():
+    assert old not in modules and new in modules, (old, new)
+  users = []
+  for top in ("vit_spectral", "tests", "benchmarks"):
+    for folder, _, files in os.walk(os.path.join(ROOT, top)):
+      users += [os.path.join(folder, n) for n in files if n.endswith(".py")]
+  this_file = os.path.abspath(__file__)
+  found = sorted((os.path.relpath(p, ROOT), name) for p in users if p != this_file
+                 and os.path.basename(p) != "test_public_api.py"
+                 for name in _imported_names(p) & set(vit_spectral.MOVED_MODULES))
+  assert found == []

@@ -12,7 +12,8 @@ import pytest
 
 from vit_spectral import configs, errors, main
 from vit_spectral.main import CommandLineError, resolve_recipe_names
-from vit_spectral.training import durations, run_settings, trainer
+from vit_spectral.sections.run import training_settings
+from vit_spectral.training import durations, trainer
 from vit_spectral.planning import target_dry_run, tpu_targets
 from vit_spectral.training.optim import check_schedule_length
 
@@ -82,11 +83,11 @@ def test_none_unsets_a_field_that_may_be_none_and_fixes_steps_vs_epochs():
   argv = ["train.py", "--config=cifar10_vit", "--config.total_steps=10"]
   config = main.parse_command_line(argv).config.value
   with pytest.raises(ValueError, match=r"\(got 10 and 300.0\).*--config.num_epochs=None"):
-    run_settings.training_settings(config)
+    training_settings(config)
   config = main.parse_command_line(
       argv + ["--config.num_epochs=None", "--config.input.data_dir=None"]).config.value
   assert config.num_epochs is None and config.input.data_dir is None
-  sections = run_settings.training_settings(config)
+  sections = training_settings(config)
   assert sections.run.total_steps == 10
   # 10 steps is shorter than the recipe's 5 warmup epochs: checked at set-up
   # (`check_schedule_length`), fixed the same way.
@@ -97,7 +98,7 @@ def test_none_unsets_a_field_that_may_be_none_and_fixes_steps_vs_epochs():
   config = main.parse_command_line(argv + [
       "--config.num_epochs=None", "--config.optim.warmup_epochs=None",
       "--config.optim.warmup_steps=1"]).config.value
-  sections = run_settings.training_settings(config)
+  sections = training_settings(config)
   check_schedule_length(sections.optim, sections.run.total_steps)
   # The last override of a field wins, `=None` or not.
   config = main.parse_command_line(

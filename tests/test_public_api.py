@@ -55,3 +55,19 @@ def test_attention_exports_every_registered_class():
     assert getattr(attention, cls.__name__, None) is cls, (
         f"{cls.__name__} ({name!r}) is not exported by vit_spectral.attention")
     assert cls.__name__ in attention.__all__
+
+
+@pytest.mark.parametrize("old", sorted(vit_spectral.MOVED_MODULES))
+def test_a_moved_module_imports_at_its_old_path_with_a_warning(old):
+  import sys  # pylint: disable=import-outside-toplevel
+  import warnings  # pylint: disable=import-outside-toplevel
+  from vit_spectral import data  # pylint: disable=import-outside-toplevel
+  sys.modules.pop(old, None)
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    module = importlib.import_module(old)
+  assert module is importlib.import_module(vit_spectral.MOVED_MODULES[old])
+  assert any(issubclass(w.category, DeprecationWarning)
+             and vit_spectral.MOVED_MODULES[old] in str(w.message) for w in caught)
+  # `data.input_settings` stays the function where a module of that name was.
+  assert callable(data.input_settings) and data.input_settings.__name__ == "input_settings"

@@ -16,7 +16,8 @@ import pytest
 
 from vit_spectral import main
 from vit_spectral.models import build
-from vit_spectral.training import config_checks, run_settings
+from vit_spectral.sections.run import training_settings
+from vit_spectral.training import config_checks
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="")
@@ -248,7 +249,7 @@ def test_the_model_class_checks_run_untraced_as_the_traced_init_does(recipe, cha
     config.model = model
   with pytest.raises(ValueError) as quick:
     config_checks.check_config(config)
-  sections = run_settings.training_settings(config)   # the conversion alone passes
+  sections = training_settings(config)   # the conversion alone passes
   with pytest.raises(ValueError) as traced:
     config_checks.validate_model(sections.model, sections.input.image_size,
                                  len(sections.input.mean))

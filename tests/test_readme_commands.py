@@ -2,7 +2,7 @@
 each `python train.py ...`, `vit-spectral-train ...` and `launch/*.sh ... -- ...`
 command's flags parse with the command line's own parser (`main`) and its
 config builds: file, arguments and overrides loaded, every training section
-checked (`run_settings.training_settings`), the durations in epochs turned
+checked (`sections.run.training_settings`), the durations in epochs turned
 into steps with the data set's planned size (`input_pipeline.planned_meta`)
 and the schedule checked against the run's length, and the model built. No
 data, no compile. Each `vit-spectral-analyse ...` command parses with its own
@@ -22,7 +22,7 @@ from vit_spectral.data.input_pipeline import planned_meta
 from vit_spectral.models.build import build_model
 from vit_spectral.training import durations
 from vit_spectral.training.optim import check_schedule_length
-from vit_spectral.training.run_settings import training_settings
+from vit_spectral.sections.run import training_settings
 
 # What starts a command whose arguments are train.py's; a launcher's come after `--`.
 TRAIN = re.compile(r"^(?:\S*python3?|vit-spectral-train)$")

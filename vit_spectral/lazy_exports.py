@@ -8,27 +8,31 @@ imported (`--help`, `--print_config` and config errors answer in well under
   __getattr__, __dir__ = lazy_exports.exports(__name__, {"ViT": "vit", ...})
 
 `from vit_spectral.models import ViT` then imports `vit_spectral.models.vit`.
+`alias_modules` keeps a module that moved importable at its old path.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.util
 import sys
 import types
+import warnings
 from typing import Any, Callable, Mapping
 
 
 class _Package(types.ModuleType):
-  """A package whose exported name is also one of its submodules' names
-  (`pretrained.timm_preprocessing`, the function, in the module of that name):
-  when the import system sets the submodule as the package's attribute (on
-  its first import, from anywhere), the exported name keeps its meaning."""
+  """A package whose exported name is also a submodule's name
+  (`pretrained.timm_preprocessing`, the function, in the module of that name;
+  `data.input_settings`, a moved module's old path): when the import system
+  sets the module as the package's attribute (on its first import, from
+  anywhere), the exported name keeps its meaning."""
 
   def __setattr__(self, name: str, value: Any) -> None:
     exports = self.__dict__.get("_lazy_exports", {})
-    if (isinstance(value, types.ModuleType) and exports.get(name) == name
-        and value.__name__ == f"{self.__name__}.{name}"):
-      value = getattr(value, name)
+    if isinstance(value, types.ModuleType) and name in exports:
+      value = getattr(importlib.import_module(_module_path(self.__name__, exports[name])), name)
     super().__setattr__(name, value)
 
 
@@ -65,3 +69,29 @@ def exports(package: str, names: Mapping[str, str]
     return sorted(names)
 
   return getattr_, dir_
+
+
+class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+  """Finds a moved module's old path (old -> new full names) and gives the new
+  module under it, with a DeprecationWarning naming the new path."""
+
+  def __init__(self, moved: Mapping[str, str]):
+    self.moved = dict(moved)
+
+  def find_spec(self, fullname, path=None, target=None):  # pylint: disable=unused-argument
+    if fullname not in self.moved:
+      return None
+    return importlib.util.spec_from_loader(fullname, self)
+
+  def create_module(self, spec):
+    warnings.warn(f"{spec.name} moved to {self.moved[spec.name]}; import it from there",
+                  DeprecationWarning, stacklevel=2)
+    return importlib.import_module(self.moved[spec.name])
+
+  def exec_module(self, module):
+    pass
+
+
+def alias_modules(moved: Mapping[str, str]) -> None:
+  """Makes each old module path (key) import the module now at its value."""
+  sys.meta_path.append(_MovedModules(moved))

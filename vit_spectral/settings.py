@@ -1,7 +1,7 @@
 """Typed config sections: each section of a config has one owner.
 
-The module that uses a section (`data.input_settings` for `config.input`,
-`training.optim` for `config.optim`, ...) declares it once as a frozen
+`vit_spectral.sections` declares each section once (`sections.input` for
+`config.input`, `sections.optim` for `config.optim`, ...) as a frozen
 dataclass: its fields, their defaults (the only place a default is written)
 and its checks (`__post_init__`, raising ValueError that names
 `<section>.<field>`, the value and what would be valid). Everything else reads

@@ -9,7 +9,7 @@ from vit_spectral.configs import digits_vit
 from vit_spectral.training import config_checks
 from vit_spectral.data import DatasetNotPreparedError
 from vit_spectral.training import trainer
-from vit_spectral.training.run_settings import training_settings
+from vit_spectral.sections.run import training_settings
 
 
 def test_the_default_config_is_valid():

@@ -5,7 +5,7 @@ import jax
 import numpy as np
 import pytest
 
-from vit_spectral.data.input_settings import input_settings
+from vit_spectral.sections.input import input_settings
 from vit_spectral.training import device_prefetch, sharding
 
 

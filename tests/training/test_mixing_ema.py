@@ -10,7 +10,7 @@ import pytest
 
 from vit_spectral import settings
 from vit_spectral.training import mixing, steps
-from vit_spectral.training.run_settings import RunSettings
+from vit_spectral.sections.run import RunSettings
 from vit_spectral.models import build_model
 from vit_spectral.training.train_state import TrainState
 

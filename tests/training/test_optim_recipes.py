@@ -19,7 +19,7 @@ from vit_spectral.models.build import ModelSpec
 from vit_spectral.training import diagnostics, durations, init_from, mixing, optim, robustness, sharding
 from vit_spectral.training import steps
 from vit_spectral.training.train_state import TrainState
-from vit_spectral.training.run_settings import RunSettings, run_settings
+from vit_spectral.sections.run import RunSettings, run_settings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

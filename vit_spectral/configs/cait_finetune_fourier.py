@@ -67,7 +67,7 @@ import ml_collections
 
 from vit_spectral.configs import common
 from vit_spectral.configs.imagenet_cait import cait_recipe
-from vit_spectral.training.init_from_settings import init_from_config
+from vit_spectral.sections.init_from import init_from_config
 
 # method -> imagenet_cait's row.
 METHODS = {"none": "baseline", "attn_scale": "attn_scale", "feat_scale": "feat_scale"}

@@ -50,8 +50,8 @@ import ml_collections
 
 from vit_spectral.configs import common
 from vit_spectral.data.statistics import dataset_statistics
-from vit_spectral.training.optim_settings import DEIT_NO_DECAY
-from vit_spectral.training.robustness import robustness_config
+from vit_spectral.sections.optim import DEIT_NO_DECAY
+from vit_spectral.sections.robustness import robustness_config
 
 RECIPES = ("park_kim", "table10")
 # Table 10's learning rate: the base rate, timm's --lr-base-size, the readings.

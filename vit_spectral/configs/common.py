@@ -16,17 +16,17 @@ import ml_collections
 
 from vit_spectral import settings
 from vit_spectral.names import did_you_mean
-from vit_spectral.data import augment_settings as randaugment_lib
+from vit_spectral.sections import augment as randaugment_lib
 from vit_spectral.data.statistics import dataset_statistics
-from vit_spectral.data.input_settings import InputSettings
+from vit_spectral.sections.input import InputSettings
 from vit_spectral.models import build
-from vit_spectral.training.init_from_settings import init_from_config
-from vit_spectral.training.mix_settings import MixSettings
-from vit_spectral.training.optim_settings import OptimSettings
-from vit_spectral.training.robustness import robustness_config
-from vit_spectral.training.diagnostics_settings import DiagnosticsSettings
-from vit_spectral.training.run_settings import RunSettings
-from vit_spectral.training.mesh_settings import MeshSettings
+from vit_spectral.sections.init_from import init_from_config
+from vit_spectral.sections.mix import MixSettings
+from vit_spectral.sections.optim import OptimSettings
+from vit_spectral.sections.robustness import robustness_config
+from vit_spectral.sections.diagnostics import DiagnosticsSettings
+from vit_spectral.sections.run import RunSettings
+from vit_spectral.sections.mesh import MeshSettings
 
 
 # `model.dtype` of the recipes meant for accelerators (CIFAR, ImageNet): bf16
@@ -142,7 +142,7 @@ def deit_augmentation(config: ml_collections.ConfigDict, *,
 
 
 def base_config() -> ml_collections.ConfigDict:
-  """Trainer fields shared by every recipe (`vit_spectral.training.run_settings.
+  """Trainer fields shared by every recipe (`vit_spectral.sections.run.
   RunSettings`; durations in steps) and the training sections at their
   defaults (Mixup/CutMix, corruption evaluation, init_from and the training
   diagnostics off)."""

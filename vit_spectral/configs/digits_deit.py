@@ -26,7 +26,7 @@ the plain recipe's 2000 steps; 1200 steps, with dropout 0.1, reached only 88.6%)
 """
 
 from vit_spectral.configs import common, digits_vit
-from vit_spectral.training.optim_settings import DEIT_NO_DECAY
+from vit_spectral.sections.optim import DEIT_NO_DECAY
 
 
 def get_config(arg=None):

@@ -28,7 +28,7 @@ import ml_collections
 
 from vit_spectral.configs import common
 from vit_spectral.data.statistics import dataset_statistics
-from vit_spectral.training.optim_settings import DEIT_NO_DECAY
+from vit_spectral.sections.optim import DEIT_NO_DECAY
 
 
 def deit_recipe(*, batch: int = 1024, epochs: float = 300,

@@ -40,7 +40,7 @@ default; float32).
 from vit_spectral.configs import common
 from vit_spectral.configs.lipsformer_parts import lipsformer_optim
 from vit_spectral.data.statistics import dataset_statistics
-from vit_spectral.training.optim_settings import DEIT_NO_DECAY
+from vit_spectral.sections.optim import DEIT_NO_DECAY
 
 # row -> (variant, model fields, drop path)
 ROWS = {

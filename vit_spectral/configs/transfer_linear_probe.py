@@ -51,8 +51,8 @@ pretrained (the backbone's workdir), use_ema (false), epochs (100), batch
 
 from vit_spectral.configs import common, hopfield_vit
 from vit_spectral.data.statistics import dataset_statistics
-from vit_spectral.training.init_from_settings import init_from_config
-from vit_spectral.training.optim_settings import FREEZE_ALL_BUT_HEAD
+from vit_spectral.sections.init_from import init_from_config
+from vit_spectral.sections.optim import FREEZE_ALL_BUT_HEAD
 
 # TFDS name -> (train split, eval split); split names from the TFDS builders.
 SPLITS = {

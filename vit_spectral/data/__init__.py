@@ -3,14 +3,12 @@
 Names are imported from their modules on first use (`lazy_exports`), so
 `import vit_spectral.data` imports no TensorFlow. Importing
 `data.input_pipeline` (which every pipeline function lives in) registers the
-offline `digits` and `digits_parity` TFDS builders.
+offline `digits` and `digits_parity` TFDS builders. `config.input`'s settings
+(`InputSettings`, `input_settings`) are `vit_spectral.sections.input`'s.
 """
 
 from vit_spectral import lazy_exports
-# TensorFlow-free, imported now (`data.input_settings` is the function, as the
-# module's name would otherwise shadow it once imported).
-from vit_spectral.data.input_settings import (  # noqa: F401
-    EVAL_RESIZES, TRAIN_AUGMENTS, InputSettings, input_settings)
+# TensorFlow-free, imported now.
 from vit_spectral.data.statistics import (  # noqa: F401
     DATASET_STATISTICS, Normalization, dataset_statistics)
 
@@ -20,16 +18,19 @@ _EXPORTS = {
     "SHIPPED_DATASETS": "input_pipeline",
     "DatasetMeta": "input_pipeline",
     "DatasetNotPreparedError": "input_pipeline",
+    "EVAL_RESIZES": "vit_spectral.sections.input",
+    "InputSettings": "vit_spectral.sections.input",
+    "TRAIN_AUGMENTS": "vit_spectral.sections.input",
     "StreamStart": "input_pipeline",
     "create_eval_dataset": "input_pipeline",
     "create_train_dataset": "input_pipeline",
     "dataset_meta": "input_pipeline",
     "get_builder": "input_pipeline",
+    "input_settings": "vit_spectral.sections.input",
     "planned_meta": "input_pipeline",
     "stream_start": "input_pipeline",
     "stream_start_at": "input_pipeline",
     "train_split": "input_pipeline",
 }
-__all__ = sorted([*_EXPORTS, "DATASET_STATISTICS", "EVAL_RESIZES", "InputSettings",
-                  "Normalization", "TRAIN_AUGMENTS", "dataset_statistics", "input_settings"])
+__all__ = sorted([*_EXPORTS, "DATASET_STATISTICS", "Normalization", "dataset_statistics"])
 __getattr__, __dir__ = lazy_exports.exports(__name__, _EXPORTS)

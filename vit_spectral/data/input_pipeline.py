@@ -24,7 +24,7 @@ from vit_spectral.data import preprocessing
 from vit_spectral.data import randaugment as randaugment_lib
 # EVAL_RESIZES and TRAIN_AUGMENTS are defined with InputSettings and stay
 # importable from here.
-from vit_spectral.data.input_settings import (  # noqa: F401
+from vit_spectral.sections.input import (  # noqa: F401
     EVAL_RESIZES, TRAIN_AUGMENTS, InputSettings, input_settings)
 from vit_spectral.data.tensorflow_import import tf, tfds
 from vit_spectral.errors import RunError

@@ -113,7 +113,7 @@ def random_flip(image: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
   return tf.image.stateless_random_flip_left_right(image, seed=seed)
 
 
-from vit_spectral.data.augment_settings import RESIZE_METHODS  # noqa: E402,F401  (re-exported)
+from vit_spectral.sections.augment import RESIZE_METHODS  # noqa: E402,F401  (re-exported)
 
 
 def _resize_to(image: tf.Tensor, shape, method: str) -> tf.Tensor:

@@ -44,7 +44,7 @@ from typing import Sequence
 from vit_spectral.data.tensorflow_import import tf
 
 # The names, defaults and checks (without TensorFlow, for the command line).
-from vit_spectral.data.augment_settings import (  # noqa: E402,F401  (re-exported)
+from vit_spectral.sections.augment import (  # noqa: E402,F401  (re-exported)
     MAGNITUDE, MAGNITUDE_STD, MAX_LEVEL, NUM_LAYERS, OP_NAMES, OP_SET, OP_SET_NAMES,
     check_randaugment)
 
@@ -292,7 +292,7 @@ def apply_op(image: tf.Tensor, index, level, negate, fill,
 def check_settings(num_layers: int, magnitude: float, magnitude_std: float,
                    op_set: str = OP_SET) -> None:
   """Raises ValueError naming the bad `config.input.randaugment_*` field
-  (`augment_settings.check_randaugment`)."""
+  (`sections.augment.check_randaugment`)."""
   check_randaugment(num_layers, magnitude, magnitude_std, op_set)
 
 

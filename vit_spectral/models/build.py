@@ -261,7 +261,7 @@ def _check_overrides(overrides, depth: int | None, block: BlockSpec) -> None:
 class ModelSpec:
   """`config.model`, converted: the model class and its fields (its own, the
   `BlockSpec` "block" and the `EncoderSpec` "encoder"), checked. A run makes
-  it once, where it starts (`training.run_settings.training_settings`), and
+  it once, where it starts (`sections.run.training_settings`), and
   builds its model from it (`build`), with the data set's classes."""
   model_class: type
   fields: Mapping[str, Any]

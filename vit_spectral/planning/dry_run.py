@@ -57,7 +57,8 @@ from vit_spectral.data import input_pipeline
 from vit_spectral.planning import hlo_costs, jaxpr_costs
 
 # Per-device buffers of the compiled step (jax's CompiledMemoryStats fields).
-from vit_spectral.training import run_settings, sharding, trainer
+from vit_spectral.sections.run import TrainingSettings
+from vit_spectral.training import sharding, trainer
 
 # Per-device buffers of the compiled step (jax's CompiledMemoryStats fields).
 MEMORY_FIELDS = ("argument", "output", "temp", "alias")
@@ -180,7 +181,7 @@ class Plan:
     batch: the train batch likewise (`abstract_batch`).
   """
 
-  sections: run_settings.TrainingSettings
+  sections: TrainingSettings
   mesh: jax.sharding.Mesh
   meta: input_pipeline.DatasetMeta
   total_steps: int

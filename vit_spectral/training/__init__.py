@@ -1,7 +1,6 @@
 """Training machinery: the trainer and what it is built from.
 
   trainer         the loop (`train_and_evaluate`), evaluation, corruption evals
-  run_settings    the trainer's top-level settings; every training section at once
   steps           pure train and eval steps
   train_state     the checkpointed state (step, params, optimizer state, EMA)
   optim           optax optimizer and learning-rate schedule from `config.optim`
@@ -17,15 +16,16 @@
   distributed     jax.distributed.initialize from the command line's cluster flags
   device_prefetch keeps the next global batches transferred ahead of the step
 
-What makes a run durable (checkpoints, the workdir lock, resume checks, the
-stream's position, preemption) is `vit_spectral.durability`; what plans a run
-without running it (dry runs, TPU and GPU targets, HLO and jaxpr costs) is
-`vit_spectral.planning`. Submodules are imported on use
+A config's sections (fields, defaults, checks) are declared in
+`vit_spectral.sections`; what makes a run durable (checkpoints, the workdir
+lock, resume checks, the stream's position, preemption) is
+`vit_spectral.durability`; what plans a run without running it (dry runs, TPU
+and GPU targets, HLO and jaxpr costs) is `vit_spectral.planning`. Submodules are imported on use
 (`from vit_spectral.training import trainer`).
 """
 
 __all__ = [
     "config_checks", "device_prefetch", "distributed", "durations", "ema", "init_from",
-    "mixing", "optim", "progress", "robustness", "run_log", "run_settings", "sharding", "steps",
+    "mixing", "optim", "progress", "robustness", "run_log", "sharding", "steps",
     "train_state", "trainer",
 ]

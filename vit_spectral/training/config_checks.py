@@ -25,10 +25,10 @@ from typing import Any
 from absl import logging
 
 from vit_spectral import settings as settings_lib
-from vit_spectral.data.input_settings import InputSettings
-from vit_spectral.training.optim_settings import check_schedule_length
-from vit_spectral.training.run_settings import TrainingSettings, training_settings
-from vit_spectral.training.mesh_settings import MeshSettings
+from vit_spectral.sections.input import InputSettings
+from vit_spectral.sections.optim import check_schedule_length
+from vit_spectral.sections.run import TrainingSettings, training_settings
+from vit_spectral.sections.mesh import MeshSettings
 
 
 def validate_model(model: Any, image_size: int, channels: int = 3) -> None:
@@ -112,7 +112,7 @@ def round_eval_batch(input_config: InputSettings, mesh: MeshSettings,
 
 
 def check_config(config) -> TrainingSettings:
-  """The config converted once (`run_settings.training_settings`) and every
+  """The config converted once (`sections.run.training_settings`) and every
   check of a run that needs no device: each section's, the checks across
   sections and the model class's own checks on the input's image size
   (`ModelSpec.check`). Typed settings are returned as they are.

@@ -31,7 +31,7 @@ from typing import Any, Iterator
 import jax
 from jax.sharding import Mesh
 
-from vit_spectral.data.input_settings import InputSettings
+from vit_spectral.sections.input import InputSettings
 from vit_spectral.training import sharding
 
 __all__ = ["DEFAULT_SIZE", "DevicePrefetch", "prefetch_to_device"]

@@ -45,7 +45,7 @@ TAG_PREFIX = "diagnostics"
 # The activation metrics the trainer logs unless config.diagnostics.metrics says
 # otherwise; `logged_metrics()` adds every parameter and declared metric.
 # The section's one definition (JAX-free, for the command line), re-exported.
-from vit_spectral.training.diagnostics_settings import (  # noqa: E402,F401
+from vit_spectral.sections.diagnostics import (  # noqa: E402,F401
     LOGGED_ACTIVATION_METRICS, DiagnosticsSettings, logged_metrics)
 
 

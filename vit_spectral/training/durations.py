@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 
 from vit_spectral.training.optim import OptimSettings
-from vit_spectral.training.run_settings import RunSettings
+from vit_spectral.sections.run import RunSettings
 
 # (section, steps field, epochs field) for every duration that may be in
 # epochs; the section is the settings class's SECTION ("config" = top level).

@@ -8,7 +8,7 @@ so ema_n = d^n p_0 + (1 - d) * sum_{t=1..n} d^(n-t) p_t. No bias correction
 and no warmup of d, as in DeiT (decay 0.99996 at batch 1024). The EMA lives in
 `TrainState.ema_params`, is sharded like the params, checkpointed with them and
 evaluated beside them (metrics `eval_ema_*`). The decay is
-`RunSettings.ema_decay` (`training.run_settings`; 0 = no EMA).
+`RunSettings.ema_decay` (`sections.run`; 0 = no EMA).
 """
 
 from __future__ import annotations

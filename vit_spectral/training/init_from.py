@@ -32,7 +32,7 @@ from vit_spectral.pretrained import loading as pretrained
 from vit_spectral.durability import checkpointing
 
 # The section's one definition (JAX-free, for the command line), re-exported.
-from vit_spectral.training.init_from_settings import (  # noqa: E402,F401
+from vit_spectral.sections.init_from import (  # noqa: E402,F401
     SUFFIXES, InitFromSettings, init_from_config)
 
 

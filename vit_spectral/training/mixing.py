@@ -29,7 +29,7 @@ import jax.numpy as jnp
 from vit_spectral import settings as settings_lib
 
 
-from vit_spectral.training.mix_settings import MixSettings  # noqa: E402,F401  (re-exported)
+from vit_spectral.sections.mix import MixSettings  # noqa: E402,F401  (re-exported)
 
 
 def cutmix_box_mask(rng: jax.Array, height: int, width: int, lam: jax.Array

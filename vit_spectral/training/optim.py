@@ -18,7 +18,7 @@ from vit_spectral import settings as settings_lib
 from vit_spectral.models.segments import is_scanned_path
 
 # The section's one definition (JAX-free, for the command line), re-exported.
-from vit_spectral.training.optim_settings import (  # noqa: E402,F401
+from vit_spectral.sections.optim import (  # noqa: E402,F401
     BATCH_SCALINGS, DEIT_NO_DECAY, FREEZE_ALL_BUT_HEAD, OPTIMIZERS, OptimSettings,
     check_schedule_length)
 

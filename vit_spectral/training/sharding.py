@@ -48,8 +48,8 @@ from vit_spectral.models.token_layouts import ATTENTION_MODULE
 from vit_spectral.models.vit import Block
 from vit_spectral.training.optim import param_path
 
-# The mesh axes and the batch-parallel ones, in mesh order (`mesh_settings`).
-from vit_spectral.training.mesh_settings import BATCH_AXES, MESH_AXES  # noqa: E402,F401
+# The mesh axes and the batch-parallel ones, in mesh order (`sections.mesh`).
+from vit_spectral.sections.mesh import BATCH_AXES, MESH_AXES  # noqa: E402,F401
 FSDP_AXIS = "fsdp"
 
 # Megatron-style tensor parallelism: heads and MLP hidden units on "model".
@@ -129,7 +129,7 @@ def tensor_parallel_rules() -> tuple[tuple[str, tuple[str | None, ...]], ...]:
 TENSOR_PARALLEL_RULES = tensor_parallel_rules()
 
 
-from vit_spectral.training.mesh_settings import MeshSettings  # noqa: E402,F401  (re-exported)
+from vit_spectral.sections.mesh import MeshSettings  # noqa: E402,F401  (re-exported)
 
 
 def make_mesh(mesh: MeshSettings | Any, devices: Sequence[jax.Device] | None = None) -> Mesh:

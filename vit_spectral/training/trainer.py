@@ -12,7 +12,7 @@ SIGTERM/SIGINT stop the loop at a saved step all processes agree on
 checkpoint and skips batches instead of stopping (`_roll_back`).
 
 Each config section is converted once, at the top, into its typed settings
-(`run_settings.training_settings`, `models.build`), which everything below
+(`sections.run.training_settings`, `models.build`), which everything below
 reads. Recipe options (all off by default): `config.mixup` (`mixing`),
 `config.ema_decay` (`ema`; evaluated beside the params as `eval_ema_*`),
 `config.robustness` (`robustness`; corruption accuracies at the end),
@@ -56,7 +56,7 @@ from vit_spectral.durability import workdir_lock
 from vit_spectral import backends, errors
 from vit_spectral.data import input_pipeline
 from vit_spectral.models.build import ModelSpec
-from vit_spectral.training.run_settings import RunSettings, TrainingSettings, run_settings
+from vit_spectral.sections.run import RunSettings, TrainingSettings, run_settings
 from vit_spectral.training.train_state import TrainState
 
 

@@ -1,6 +1,6 @@
 """The augmentations' names, defaults and checks, without TensorFlow.
 
-`config.input` (`data.input_settings`) is built and checked by the command line
+`config.input` (`sections.input`) is built and checked by the command line
 before TensorFlow is imported (`--print_config`, a config error), so what it
 needs of the ops lives here; the ops themselves are `data.randaugment` and
 `data.preprocessing`, which import these names.

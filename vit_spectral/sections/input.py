@@ -16,8 +16,8 @@ import dataclasses
 from typing import Any
 
 from vit_spectral import settings as settings_lib
-from vit_spectral.data import augment_settings as randaugment
-from vit_spectral.data.augment_settings import RESIZE_METHODS
+from vit_spectral.sections import augment as randaugment
+from vit_spectral.sections.augment import RESIZE_METHODS
 
 TRAIN_AUGMENTS = ("none", "pad_crop", "random_resized_crop", "resize")
 EVAL_RESIZES = ("none", "resize", "resize_center_crop")

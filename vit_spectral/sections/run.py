@@ -1,8 +1,9 @@
 """The trainer's own settings, and every training section read at once.
 
 A config holds sections (`input`, `model`, `optim`, `mixup`, `robustness`,
-`init_from`, `mesh`, `diagnostics`), each owned by the module that reads it, beside top-level fields that
-the trainer reads. `RunSettings` is the one definition of those: fields,
+`init_from`, `mesh`, `diagnostics`), each declared in this package
+(`config.model` in `models.build`), beside top-level fields that the trainer
+reads. `RunSettings` is the one definition of those: fields,
 defaults and checks. Each duration may be given in steps or in epochs, never
 both (`vit_spectral.training.durations` converts epochs to steps).
 `training_settings(config)` converts the top level and every section once
@@ -18,15 +19,15 @@ import dataclasses
 from typing import Any
 
 from vit_spectral import settings as settings_lib
-from vit_spectral.names import did_you_mean
-from vit_spectral.data.input_settings import InputSettings, input_settings
 from vit_spectral.models.build import ModelSpec, model_spec
-from vit_spectral.training.diagnostics_settings import DiagnosticsSettings
-from vit_spectral.training.init_from_settings import InitFromSettings
-from vit_spectral.training.mix_settings import MixSettings
-from vit_spectral.training.optim_settings import OptimSettings
-from vit_spectral.training.robustness import RobustnessSettings
-from vit_spectral.training.mesh_settings import MeshSettings
+from vit_spectral.names import did_you_mean
+from vit_spectral.sections.diagnostics import DiagnosticsSettings
+from vit_spectral.sections.init_from import InitFromSettings
+from vit_spectral.sections.input import InputSettings, input_settings
+from vit_spectral.sections.mesh import MeshSettings
+from vit_spectral.sections.mix import MixSettings
+from vit_spectral.sections.optim import OptimSettings
+from vit_spectral.sections.robustness import RobustnessSettings
 
 
 ON_NONFINITE = ("stop", "rollback")  # config.on_nonfinite
