@@ -84,8 +84,14 @@ class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     return importlib.util.spec_from_loader(fullname, self)
 
   def create_module(self, spec):
+    # The warning points at the line that imported the old path: `warnings`
+    # skips the import system's bootstrap frames, not `importlib.import_module`.
+    level, frame = 2, sys._getframe(1)  # pylint: disable=protected-access
+    while frame is not None and "importlib" in frame.f_code.co_filename:
+      level += "_bootstrap" not in frame.f_code.co_filename
+      frame = frame.f_back
     warnings.warn(f"{spec.name} moved to {self.moved[spec.name]}; import it from there",
-                  DeprecationWarning, stacklevel=2)
+                  DeprecationWarning, stacklevel=level)
     return importlib.import_module(self.moved[spec.name])
 
   def exec_module(self, module):
