@@ -6,5 +6,6 @@ merge), `digits_runs` (fast in-memory digits training), `probes` (per-layer
 measurements), `paper000` … `paper004` (each paper's criteria and experiments;
 `paper000_depth24` depth 24 and fine-tuning, `paper001_threshold` the
 learning-rate threshold study,
-`paper002_teacher` the convolution teacher), `experiments` (imports them all).
+`paper002_teacher` the convolution teacher, `paper002_long` Figs. 2–3 on a
+long run), `experiments` (imports them all).
 """

@@ -386,14 +386,26 @@ def causes_cover(measured: dict, steps: int) -> dict[str, str]:
                         f"moved ({growth})"}
 
 
-@experiment("attention_centres", PAPER, ("002-fig2", "002-fig3", "002-fig3-cover"), trains=True)
+CENTRES_IDS = ("002-fig2", "002-fig3", "002-fig3-cover")
+CENTRES_STEPS = 600
+
+
+@experiment("attention_centres", PAPER, CENTRES_IDS, trains=True)
 def attention_centres(seeds, small):
+  return centres_entries("attention_centres", CENTRES_IDS, seeds, small, CENTRES_STEPS)
+
+
+def centres_entries(name: str, ids: tuple[str, str, str], seeds, small, steps: int):
+  """The entries of Figs. 2, 3 and 3's coverage (`ids`, in that order) from
+  training the quadratic model `steps` steps per seed (20 when `small`);
+  `name` labels the progress lines."""
   from benchmarks.figures import new_figure  # noqa: PLC0415
   from vit_spectral.analysis import gaussian_heads  # noqa: PLC0415
+  fig2_id, fig3_id, cover_id = ids
   # Full-width heads on an 8×8 grid cost ~9× a standard layer: width 16 and
   # batch 32 keep a step near 0.1 s on one CPU core.
   depth, heads, width = (2, 9, 18) if small else (6, 9, 16)
-  steps = 20 if small else 600
+  steps = 20 if small else steps
   batch = 32
   patch = 2 if small else 1
   grid = 8 // patch
@@ -406,7 +418,7 @@ def attention_centres(seeds, small):
                                                    precision=h["precision"].tolist())
                                               for h in gaussian_heads(params)])
     runs[seed] = (run, run.records)
-    print(f"[attention_centres] seed {seed}: acc {run.test_accuracy:.3f}", flush=True)
+    print(f"[{name}] seed {seed}: acc {run.test_accuracy:.3f}", flush=True)
   setup = (f"Digits, patch {patch} ({grid}×{grid} tokens, 2×2 space-to-depth stem as the paper's invertible "
            f"down-sampling), `configs/digits_quadratic.py` with {depth} layers of {heads} quadratic heads, "
            f"width {width}, SGD 0.1·{batch}/100 momentum 0.9, wd 1e-4, batch {batch}, {steps} steps; centres initialised "
@@ -437,7 +449,7 @@ def attention_centres(seeds, small):
                   {f"seed {s}": moved[s][layer4] for s in seeds},
               f"layer{layer4 + 1}_alpha_init_vs_end":
                   {f"seed {s}": [sharp0[s][layer4], sharp[s][layer4]] for s in seeds}}
-  entries.append(_entry("002-fig2", setup, measured, causes_fig2(measured, steps), fig))
+  entries.append(_entry(fig2_id, setup, measured, causes_fig2(measured, steps), fig))
   fig, axes = new_figure(1, 5, 3.2)
   for s in seeds:
     axes[0].plot(range(1, depth + 1), radius[s], "o-", label=f"trained, seed {s}")
@@ -446,12 +458,12 @@ def attention_centres(seeds, small):
   axes[0].legend(fontsize=7)
   measured = {"mean_centre_distance_per_layer": {f"seed {s}": radius[s] for s in seeds},
               "at_init": {f"seed {s}": radius0[s] for s in seeds}}
-  entries.append(_entry("002-fig3", setup, measured, causes_fig3(measured, steps), fig))
+  entries.append(_entry(fig3_id, setup, measured, causes_fig3(measured, steps), fig))
   growth = {s: float(np.mean(nearest[s]) / np.mean(nearest0[s]) - 1) for s in seeds}
   measured = {"mean_nearest_centre_distance_per_layer": {f"seed {s}": nearest[s] for s in seeds},
               "at_init": {f"seed {s}": nearest0[s] for s in seeds},
               "relative_growth": {f"seed {s}": growth[s] for s in seeds}}
-  entries.append(_entry("002-fig3-cover", setup, measured, causes_cover(measured, steps)))
+  entries.append(_entry(cover_id, setup, measured, causes_cover(measured, steps)))
   return entries
 
 
