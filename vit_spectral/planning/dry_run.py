@@ -55,8 +55,6 @@ import jax.numpy as jnp
 from vit_spectral import backends
 from vit_spectral.data import input_pipeline
 from vit_spectral.planning import hlo_costs, jaxpr_costs
-
-# Per-device buffers of the compiled step (jax's CompiledMemoryStats fields).
 from vit_spectral.sections.run import TrainingSettings
 from vit_spectral.training import sharding, trainer
 

@@ -12,8 +12,9 @@ its fields, their defaults and the checks that need no device.
   diagnostics  config.diagnostics (`DiagnosticsSettings`)
   robustness   config.robustness (`RobustnessSettings`)
 
-`config.model` is `models.build`'s (`ModelSpec`). No module here imports JAX or
-TensorFlow; the modules that act on a section (`training.optim`,
+`config.model` is `models.build`'s (`ModelSpec`). No module here imports
+TensorFlow, and only `run` imports JAX and Flax (through `models.build`, for
+`config.model`); the modules that act on a section (`training.optim`,
 `data.input_pipeline`, ...) import its names from here. Submodules are
 imported on use (`from vit_spectral.sections import optim`).
 """

@@ -20,8 +20,8 @@ A config's sections (fields, defaults, checks) are declared in
 `vit_spectral.sections`; what makes a run durable (checkpoints, the workdir
 lock, resume checks, the stream's position, preemption) is
 `vit_spectral.durability`; what plans a run without running it (dry runs, TPU
-and GPU targets, HLO and jaxpr costs) is `vit_spectral.planning`. Submodules are imported on use
-(`from vit_spectral.training import trainer`).
+and GPU targets, HLO and jaxpr costs) is `vit_spectral.planning`. Submodules
+are imported on use (`from vit_spectral.training import trainer`).
 """
 
 __all__ = [
