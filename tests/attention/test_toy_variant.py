@@ -40,6 +40,7 @@ def toy_variant():
   registry._REGISTRY.pop(NAME)
 
 
+@pytest.mark.extended  # a training run (~20 s): .ci/run's extended step
 def test_a_toy_variant_trains_sharded_and_logs_its_scalar(toy_variant, tmp_path):
   config = digits_vit.get_config("steps=2")
   config.model = ml_collections.ConfigDict(dict(

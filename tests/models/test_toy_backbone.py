@@ -46,6 +46,7 @@ def toy_names():
     del backbone._MODELS[name]     # pylint: disable=protected-access
 
 
+@pytest.mark.extended  # a training run (~20 s): .ci/run's extended step
 def test_a_registered_toy_backbone_builds_checks_and_trains_from_config(toy_names):
   del toy_names
   config = build.model_config(variant="Toy-T", window=2,

@@ -69,6 +69,7 @@ def _expected_token_metrics(model, params, images):
   return out
 
 
+@pytest.mark.extended  # a training run (~20 s): .ci/run's extended step
 def test_trainer_logs_diagnostics_that_read_back_and_match_numpy(tmp_path):
   config = digits_vit.get_config("depth=2,width=16,heads=2,steps=4")
   config.log_every = config.eval_every = config.checkpoint_every = 2
