@@ -4,7 +4,7 @@ machine with neither.
 
   python benchmarks/target_dry_runs.py                  # every row, 2 at a time
   python benchmarks/target_dry_runs.py --only imagenet_deit
-  python benchmarks/target_dry_runs.py --render         # rewrite the README's table
+  python benchmarks/target_dry_runs.py --render         # rewrite docs/running.md's table
                                                         # and redraw the PNG
   python benchmarks/target_dry_runs.py --check          # exit 1 if it is stale
 
@@ -12,7 +12,7 @@ Each row is one command, `train.py --dry_run --target=SLICE` (it is in the
 JSON beside its figures), run in its own process with libtpu and, for the
 GPU rows, jax's CUDA plugin importable (`pip install -e .[tpu]` / `.[cuda12]`,
 or libtpu, jax-cuda12-plugin and jax-cuda12-pjrt alone on PYTHONPATH). Results:
-benchmarks/results/target_dry_runs.json (and .png); the README shows them between
+benchmarks/results/target_dry_runs.json (and .png); docs/running.md shows them between
 `<!-- target-dry-runs:begin -->` and `<!-- target-dry-runs:end -->`. The figures are
 the TPU compiler's memory analysis and our roofline over its cost analysis
 (`vit_spectral.planning.target_dry_run`), not measurements.
@@ -34,7 +34,7 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)   # `benchmarks.figures` when run as a script
 RESULTS = os.path.join(REPO, "benchmarks", "results", "target_dry_runs.json")
-README = os.path.join(REPO, "README.md")
+PAGE = os.path.join(REPO, "docs", "running.md")   # the page that shows the tables
 BEGIN, END = "<!-- target-dry-runs:begin -->", "<!-- target-dry-runs:end -->"
 
 
@@ -132,7 +132,7 @@ def _cell_hbm(report: dict) -> str:
 
 
 def table(results: list[dict]) -> str:
-  """The README's Markdown table of `results`."""
+  """docs/running.md's Markdown table of `results`."""
   lines = ["| recipe | slice or host (mesh) | memory per chip or GPU | fits | "
            "est. img/s (per chip or GPU) | "
            "bound | MFU ceiling | compile s | paper's throughput |",
@@ -161,7 +161,7 @@ def table(results: list[dict]) -> str:
 
 
 def paths_table(results: list[dict]) -> str:
-  """The README's table of `--set=paths`: ViT-B/16's attention paths and
+  """docs/running.md's table of `--set=paths`: ViT-B/16's attention paths and
   encoder modes on one v5e chip."""
   lines = ["| ViT-B/16 bf16, batch 64, one v5e chip | HBM | est. step | bound | "
            "TFLOP per step | GB accessed | compile s |", "|---|---|---|---|---|---|---|"]
@@ -210,19 +210,19 @@ def plot(results: list[dict]) -> str:
 
 
 def render(check: bool = False) -> bool:
-  """Rewrites the README's table from the results (or, with `check`, says
+  """Rewrites docs/running.md's tables from the results (or, with `check`, says
   whether it is current). Returns True when it was current."""
   results = json.load(open(RESULTS, encoding="utf-8"))["rows"]
   paths = (json.load(open(PATHS_RESULTS, encoding="utf-8"))["rows"]
            if os.path.exists(PATHS_RESULTS) else None)
-  with open(README, encoding="utf-8") as f:
+  with open(PAGE, encoding="utf-8") as f:
     text = f.read()
   head, rest = text.split(BEGIN, 1)
   _, tail = rest.split(END, 1)
   new = head + readme_block(results, paths) + tail
   if check:
     return new == text
-  with open(README, "w", encoding="utf-8") as f:
+  with open(PAGE, "w", encoding="utf-8") as f:
     f.write(new)
   return True
 
@@ -232,7 +232,7 @@ def main() -> None:
   parser.add_argument("--only", action="append", default=[], help="a row's config (repeatable)")
   parser.add_argument("--jobs", type=int, default=2)
   parser.add_argument("--set", choices=("recipes", "paths"), default="recipes",
-                      help="recipes: the README table's rows; paths: ViT-B/16's attention "
+                      help="recipes: docs/running.md table's rows; paths: ViT-B/16's attention "
                            "paths and encoder modes on one v5e chip")
   parser.add_argument("--render", action="store_true")
   parser.add_argument("--check", action="store_true")
@@ -242,7 +242,7 @@ def main() -> None:
     if args.render:
       plot(json.load(open(RESULTS, encoding="utf-8"))["rows"])
     if args.check and not current:
-      sys.exit("README's TPU dry-run table is stale: python benchmarks/target_dry_runs.py --render")
+      sys.exit("docs/running.md's TPU dry-run table is stale: python benchmarks/target_dry_runs.py --render")
     return
   all_rows, results = (ROWS, RESULTS) if args.set == "recipes" else (PATH_ROWS, PATHS_RESULTS)
   rows = [r for r in all_rows

@@ -26,7 +26,7 @@ compare like with like. No XLA flag is set (none that changes numerics).
 Measure on a quiet machine: under other load PyTorch's OpenMP threads lose
 far more than XLA's pool (on the shared CPU, load 7-9, timm's step varied
 13-22 s while ours in loop mode held 9.8-10.2 s), which flatters ours. On the
-quiet CPU (2026-11-23, load < 0.2; README "Speed"): timm 2811 ms, ours 3082 ms
+quiet CPU (2026-11-23, load < 0.2; docs/speed.md): timm 2811 ms, ours 3082 ms
 (scan) and 3097 ms (loop) per step: 0.94x timm's throughput.
 
   PYTHONPATH=. /work/torchenv/bin/python benchmarks/vs_timm.py      # ~5-6 min on 2 quiet cores

@@ -47,7 +47,7 @@ Example:
       --config.input.data_dir=\$HOME/tensorflow_datasets --workdir=workdir/c100
 
 Several GPU hosts: run the same command on each with --distributed among
-TRAIN_ARGS and a workdir all hosts share (README: Running on TPU, GPU and Colab).
+TRAIN_ARGS and a workdir all hosts share (docs/running.md).
 EOF
 }
 

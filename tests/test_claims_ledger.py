@@ -160,7 +160,7 @@ def test_readme_block_counts_match_the_ledger():
   assert sum(sum(c.values()) for c in counts.values()) == len(ENTRIES)
   by_kind = render_claims.kind_counts(ENTRIES)
   assert sum(sum(c.values()) for c in by_kind.values()) == len(ENTRIES)
-  block = render_claims.readme_block(ENTRIES)
+  block = render_claims.ledger_block(ENTRIES)
   assert render_claims.kind_summary(ENTRIES) in block
   for entry in ENTRIES:
     assert entry["id"] in block

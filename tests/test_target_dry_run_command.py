@@ -1,6 +1,6 @@
 """`train.py --dry_run --target=SLICE` on the command line (the compile itself
 needs libtpu and runs in CI's TPU step, .ci/check_target_dry_runs.py) and the
-README's table of every recipe on its slice (benchmarks/target_dry_runs.py)."""
+docs/running.md's table of every recipe on its slice (benchmarks/target_dry_runs.py)."""
 
 import json
 import os
@@ -40,7 +40,7 @@ def test_every_imagenet_and_cifar_recipe_has_a_row():
 
 def test_readme_table_is_rendered_from_the_results():
   assert target_dry_runs.render(check=True), (
-      "README's TPU dry-run table is stale: python benchmarks/target_dry_runs.py --render")
+      "docs/running.md's TPU dry-run table is stale: python benchmarks/target_dry_runs.py --render")
   results = json.load(open(target_dry_runs.RESULTS, encoding="utf-8"))["rows"]
   assert [r["label"] for r in results] == [row.label for row in target_dry_runs.ROWS]
   for result in results:

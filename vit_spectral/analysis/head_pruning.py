@@ -44,7 +44,8 @@ def degenerate_heads(params: Mapping[str, Any], *, min_largest_eigenvalue: float
 
   Args:
     params: a ViT's params with "gaussian" (or "quadratic") attention.
-    min_largest_eigenvalue, max_condition_number: the App. A.1 thresholds.
+    min_largest_eigenvalue: App. A.1's threshold on a head's largest eigenvalue.
+    max_condition_number: App. A.1's threshold on its condition number.
 
   Returns:
     One sorted int array of head indices per layer.

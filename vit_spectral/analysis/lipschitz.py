@@ -57,9 +57,13 @@ def scsa_lipschitz_bound(w_q, w_k, w_v, num_tokens: int, *, tau: float, nu: floa
   Lip_2 ≤ 2N(N−1) ντ ε^{-1/2}‖W^K‖_2 + 2(N−1) ντ ε^{-1/2}‖W^Q‖_2 + 2N ν ε^{-1/2}‖W^{V⊤}‖_2
 
   Args:
-    w_q, w_k, w_v: (D_in, D_h) projections of the head (rows x ↦ xW).
+    w_q: (D_in, D_h) query projection of the head (rows x ↦ xW).
+    w_k: (D_in, D_h) its key projection.
+    w_v: (D_in, D_h) its value projection.
     num_tokens: N.
-    tau, nu, epsilon: τ, ν, ε of eq. 6.
+    tau: τ of eq. 6.
+    nu: ν of eq. 6.
+    epsilon: ε of eq. 6.
     norm: "2" or "inf".
 
   Returns:

@@ -98,7 +98,8 @@ def fused_attention(q, k, v, *, dtype: Any, scale: float | None = None, bias=Non
 
   Args:
     q: (B, T, H, Dh) queries.
-    k, v: (B, S, H, Dh) keys and values (same head width as q).
+    k: (B, S, H, Dh) keys (same head width as q).
+    v: (B, S, H, Dh) values.
     dtype: the compute dtype q, k and v are cast to (the module's `dtype`).
     scale: multiplies the scores q·kᵀ (a Python number); None = 1/√Dh, the
       scaling of `base.scaled_dot_logits`.
@@ -148,8 +149,12 @@ def padded_attention(q, k, v, *, scale: float, bias=None, mask=None, multiple: i
   `multiple`, with the true lengths passed: the same softmax·v as unpadded.
 
   Args:
-    q: (B, T, H, Dh); k, v: (B, S, H, Dh), in the compute dtype.
-    scale, bias, mask: as `fused_attention` (bias float32, mask bool).
+    q: (B, T, H, Dh), in the compute dtype.
+    k: (B, S, H, Dh), likewise.
+    v: (B, S, H, Dh), likewise.
+    scale: as `fused_attention`.
+    bias: as `fused_attention` (float32).
+    mask: as `fused_attention` (bool).
     multiple: the padded token counts' multiple.
     implementation: `jax.nn.dot_product_attention`'s ("cudnn"; None = XLA).
 

@@ -15,7 +15,9 @@ Arguments:
   depth: 12 (Table 2) or 24 (Table 3).
   fraction: share of the training split, 1.0 / 0.5 / 0.1 (Table 2's columns;
     `input.train_fraction`, a TFDS slice "train[:10%]").
-  batch (96), epochs (300), patch (2).
+  batch: the global batch (96).
+  epochs: the run's length (300).
+  patch: the patch side (2).
   dtype: "bfloat16" (mixed precision, the default) or "float32".
 
 Recipe (§5): "the one used in Park & Kim (2022)", `configs/cifar_recipes.park_kim`:

@@ -7,7 +7,7 @@ Launch (prepare once: `tfds build cifar100 --data_dir=DIR`):
       --workdir=gs://BUCKET/cifar100_vit_ti
   # data efficiency (003 Table 2):  cifar100_vit.py:fraction=0.1   (and 0.5)
   # depth (003 Table 3):            cifar100_vit.py:depth=24
-  # corruption (003 Table 4): prepare CIFAR-100-C in TFDS format (README,
+  # corruption (003 Table 4): prepare CIFAR-100-C in TFDS format (docs/training.md,
   #   "Corruption robustness") as cifar100_corrupted, then add
   #   :corrupted=cifar100_corrupted
   # paper 004 (Table 3):            cifar100_vit.py:recipe=table10,size=Ti

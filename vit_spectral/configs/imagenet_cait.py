@@ -1,7 +1,7 @@
 r"""CaiT-S24 on ImageNet-1k: paper 000's Table 1 CaiT rows (baseline, +AttnScale,
 +FeatScale).
 
-Launch (one row per run; ImageNet prepared for TFDS, see the README):
+Launch (one row per run; ImageNet prepared for TFDS, see docs/running.md):
 
   python train.py --config=configs/imagenet_cait.py:baseline --workdir=workdir/cait_s24
   python train.py --config=configs/imagenet_cait.py:attn_scale --workdir=workdir/cait_s24_as

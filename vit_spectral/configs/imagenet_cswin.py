@@ -1,7 +1,7 @@
 r"""CSwin-T/S/B on ImageNet-1k with CSwin's recipe (Dong et al., CVPR 2022).
 
-Launch on a Cloud TPU VM pod slice (see README, "Running on TPU, GPU and
-Colab"; ImageNet prepared once with `tfds build imagenet2012`):
+Launch on a Cloud TPU VM pod slice (see docs/running.md;
+ImageNet prepared once with `tfds build imagenet2012`):
 
   launch/tpu_pod.sh --tpu=NAME --zone=ZONE -- \
       --config=configs/imagenet_cswin.py:size=T --config.input.data_dir=gs://BUCKET/tfds \

@@ -1,8 +1,8 @@
 r"""DeiT-S on ImageNet-1k: the recipe of DeiT's main.py defaults, which paper 000
 (§5) trains its baselines and AttnScale/FeatScale models with.
 
-Launch on a Cloud TPU VM pod slice (see README, "Running on TPU, GPU and
-Colab"; ImageNet prepared once with `tfds build imagenet2012`):
+Launch on a Cloud TPU VM pod slice (see docs/running.md;
+ImageNet prepared once with `tfds build imagenet2012`):
 
   launch/tpu_pod.sh --tpu=NAME --zone=ZONE -- \
       --config=configs/imagenet_deit.py --config.input.data_dir=gs://BUCKET/tfds \

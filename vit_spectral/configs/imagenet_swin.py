@@ -1,7 +1,7 @@
 r"""Swin and LipsFormer-Swin on ImageNet-1k: the rows of papers 000 and 001 on Swin.
 
-Launch on a Cloud TPU VM pod slice (see README, "Running on TPU, GPU and
-Colab"; ImageNet prepared once with `tfds build imagenet2012`):
+Launch on a Cloud TPU VM pod slice (see docs/running.md;
+ImageNet prepared once with `tfds build imagenet2012`):
 
   launch/tpu_pod.sh --tpu=NAME --zone=ZONE -- \
       --config=configs/imagenet_swin.py:row=swin_s_attn_scale \

@@ -1,7 +1,7 @@
 r"""LipsFormer-CSwin-T/S/B on ImageNet-1k, trained without learning-rate warmup (paper 001).
 
-Launch on a Cloud TPU VM pod slice (see README, "Running on TPU, GPU and
-Colab"; ImageNet prepared once with `tfds build imagenet2012`):
+Launch on a Cloud TPU VM pod slice (see docs/running.md;
+ImageNet prepared once with `tfds build imagenet2012`):
 
   launch/tpu_pod.sh --tpu=NAME --zone=ZONE -- \
       --config=configs/lipsformer_cswin_imagenet.py:size=T \

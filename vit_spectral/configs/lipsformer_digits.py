@@ -11,8 +11,8 @@ heads, MLP 64) on 2×2 patches of the 8×8 image, CenterNorm, cosine attention
 branch, LipsFormer block order; AdamW with no warmup and no clipping (Table
 6). Measured: 97.2% test accuracy at lr 1e-2 and 1000 steps without conv
 branches (`steps=1000,conv=false`, α = 1/12, 2026-11-24; 98.3% with the
-earlier α = 1/24; baseline=true: 92.8%); the sweep is in the README's
-LipsFormer section. Arguments: depth, width, heads, lr, steps, conv
+earlier α = 1/24; baseline=true: 92.8%); the sweep is in
+docs/paper-001-lipsformer.md. Arguments: depth, width, heads, lr, steps, conv
 (true/false), baseline (true = the same recipe with the pre-norm
 LayerNorm/dot-product ViT, for the comparison).
 """

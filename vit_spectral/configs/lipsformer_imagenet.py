@@ -1,6 +1,6 @@
 r"""LipsFormer-ViT on ImageNet-1k, trained without learning-rate warmup (paper 001).
 
-Launch (ImageNet must be prepared for TFDS by hand, see the README):
+Launch (ImageNet must be prepared for TFDS by hand, see docs/running.md):
 
   python train.py --config=configs/lipsformer_imagenet.py --workdir=workdir/lipsformer_in1k \
       --config.input.data_dir=DIR

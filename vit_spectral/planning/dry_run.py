@@ -229,7 +229,7 @@ def dry_run(config: Any, devices: Sequence[jax.Device] | None = None) -> DryRunR
   """`plan`, then lowers and compiles the step: what `train.py --dry_run` prints.
 
   Raises:
-    as `plan`.
+    ValueError: as `plan`.
   """
   step = plan(config, devices)
   start = time.perf_counter()

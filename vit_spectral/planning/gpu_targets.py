@@ -50,9 +50,15 @@ class GpuSpec:
   """One GPU model's published properties.
 
   Attributes:
-    name: "H100 80GB", ...; compute_capability: (major, minor).
-    sm_count, fp32_cores_per_sm, clock_ghz, l2_bytes, memory_bytes,
-    shared_memory_per_sm, shared_memory_per_block_optin: the device's figures.
+    name: "H100 80GB", ...
+    compute_capability: (major, minor).
+    sm_count: streaming multiprocessors.
+    fp32_cores_per_sm: FP32 cores per SM.
+    clock_ghz: boost clock.
+    l2_bytes: L2 cache size.
+    memory_bytes: HBM size.
+    shared_memory_per_sm: shared memory per SM, bytes.
+    shared_memory_per_block_optin: the most shared memory one block may opt into, bytes.
     peak_bf16_flops: dense bf16 tensor-core FLOP/s.
     memory_bytes_per_s: HBM bandwidth.
     nvlink_bytes_per_s: NVLink bandwidth per GPU, one way.

@@ -31,7 +31,7 @@ class RobustnessSettings:
     dataset: a TFDS name whose builder configs are named
       "<corruption>_<severity>" (None or "" = no corruption evaluation) —
       `cifar10_corrupted` ships with TFDS; CIFAR-100-C does not: prepare it in
-      TFDS format under any name with the same config naming (README,
+      TFDS format under any name with the same config naming (docs/training.md,
       "Corruption robustness") and set that name here.
     corruptions: the corruption names (TFDS spells glass blur
       `frosted_glass_blur` and elastic transform `elastic`).
