@@ -12,7 +12,7 @@ from PIL import Image
 from safetensors.numpy import save_file
 
 from tests.models import pretrained_fixtures as fx
-from vit_spectral import analyse, analysis
+from vit_spectral import analyse, analysis, data
 from vit_spectral.configs import digits_vit
 from vit_spectral.training import trainer
 
@@ -47,7 +47,7 @@ def test_analyse_a_digits_run(digits_run, tmp_path, capsys):
   # The same numbers as diagnose on load_workdir's model and the run's eval images.
   model, variables, config = analysis.load_workdir(digits_run)
   assert config.model.depth == 2
-  images, _ = analyse._run_eval_images(config, 12)
+  images = data.eval_images(config.input, 12)
   want = analysis.diagnose(model, variables, images).per_layer()
   got = frame[frame.model == "trained"].groupby(["layer", "metric"])["value"].mean()
   for metric in ("hc_dc_ratio", "attention_entropy", "h_cond"):
@@ -71,7 +71,7 @@ def test_analyse_a_timm_weights_file_on_an_image_folder(tmp_path, capsys):
   (folder / "notes.txt").write_text("not an image")
   out = tmp_path / "out"
   assert analyse.main(["--timm=deit_tiny_distilled_patch16_224", f"--weights={weights}",
-                       f"--images={folder}", f"--out={out}", "--no-compare_init",
+                       f"--images={folder}", f"--out={out}", "--nocompare_init",
                        "--metrics=hc_dc_ratio,token_cosine_similarity,attention_spectrum"]) == 0
   assert "2 images of" in capsys.readouterr().out
   frame = pd.read_csv(out / "diagnosis.csv")
