@@ -54,7 +54,8 @@ from absl import flags
 from vit_spectral.main import flags_help, wants_help
 from vit_spectral.workdir import PARAMS_CHOICES
 
-__all__ = ["FLAG_NAMES", "default_out", "main", "parse_args", "run"]
+__all__ = ["FLAG_NAMES", "UsageError", "check_paths", "default_out", "help_text", "main",
+           "parse_args", "run"]
 
 PROG = "vit-spectral-analyse"
 USAGE_EXIT_CODE = 2        # a mistake on the command line (train.py's too)
@@ -143,8 +144,6 @@ def _check(args) -> None:
   else:
     if not args.weights:
       raise UsageError(f"--{'timm' if args.timm else 'big_vision'} needs --weights=PATH")
-    if not os.path.isfile(args.weights):
-      raise UsageError(f"--weights={args.weights} is not a file")
     for name in ("params", "step"):
       if name in args.given:
         raise UsageError(f"--{name} goes with --workdir, not --timm / --big_vision")
@@ -152,10 +151,20 @@ def _check(args) -> None:
     if args.split or args.data_dir:
       raise UsageError(f"--{'split' if args.split else 'data_dir'} goes with --dataset or "
                        "--workdir, not --images")
-    if not os.path.isdir(args.images):
-      raise UsageError(f"--images={args.images} is not a directory")
   if args.data_dir and not args.dataset:
     raise UsageError("--data_dir goes with --dataset (a run reads its own data_dir)")
+
+
+def check_paths(args) -> None:
+  """The files the flags name exist (a printed command parses without them).
+
+  Raises:
+    UsageError: one line naming the flag.
+  """
+  if args.weights and not os.path.isfile(args.weights):
+    raise UsageError(f"--weights={args.weights} is not a file")
+  if args.images and not os.path.isdir(args.images):
+    raise UsageError(f"--images={args.images} is not a directory")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> types.SimpleNamespace:
@@ -331,16 +340,19 @@ def main(argv: Sequence[str] | None = None) -> int:
   """Runs the command; returns the exit code (0, or 1 with one line on stderr)."""
   args = parse_args(argv)
   args.argv = None if argv is None else list(argv)
-  if args.metrics:
-    # Before anything is read or loaded (the names need the attention
-    # registry, so JAX, but not TensorFlow, a checkpoint or a model).
-    from vit_spectral.analysis.layer_metrics import check_metrics
-    try:
-      check_metrics(args.metrics)
-    except ValueError as e:
-      print(f"{PROG}: error: --metrics: {str(e).removeprefix('diagnose metrics: ')}",
-            file=sys.stderr)
-      return USAGE_EXIT_CODE
+  # Before anything is read or loaded: the metric names need the attention
+  # registry, so JAX, but not TensorFlow, a checkpoint or a model.
+  try:
+    check_paths(args)
+    if args.metrics:
+      from vit_spectral.analysis.layer_metrics import check_metrics
+      try:
+        check_metrics(args.metrics)
+      except ValueError as e:
+        raise UsageError(f"--metrics: {str(e).removeprefix('diagnose metrics: ')}") from None
+  except UsageError as e:
+    print(f"{PROG}: error: {e}", file=sys.stderr)
+    return USAGE_EXIT_CODE
   from vit_spectral import errors
   try:
     loaded = _load(args)
