@@ -3,10 +3,11 @@
 A block runs in a fresh namespace, in one subprocess for all of them (one
 import of JAX, not one per block), on the CPU, each with its own time limit;
 the subprocess reports each block's outcome as one JSON line. A block that
-cannot run here (it needs a trained run, downloaded weights, a data set, names
+cannot run here (it needs downloaded weights, a data set, names
 that stand for the reader's own) is marked on the line before its fence with
 `<!-- parse-only: why -->`: it is parsed with `ast.parse`, and counted. Every
-other block must run without an exception. The ```bash blocks' `python
+other block must run without an exception; a block may read the run in
+workdir/digits_vit (the README's `python train.py` run), trained small first. The ```bash blocks' `python
 train.py` lines are tests/test_readme_commands.py's."""
 
 from __future__ import annotations
@@ -43,6 +44,15 @@ def on_alarm(signum, frame):
 
 signal.signal(signal.SIGALRM, on_alarm)
 blocks, limit = json.load(open(sys.argv[1])), int(sys.argv[2])
+if sys.argv[3:] == ["--with_run"]:
+  # What the README's `python train.py` leaves in workdir/digits_vit, small
+  # (a few steps, not timed as a block): the blocks that read a run read it.
+  from vit_spectral.configs import digits_vit
+  from vit_spectral.training import trainer
+  config = digits_vit.get_config("depth=2,width=16,heads=2,steps=3")
+  config.log_every = config.eval_every = config.checkpoint_every = 3
+  config.optim.warmup_steps = 1
+  trainer.train_and_evaluate(config, "workdir/digits_vit")
 for name, code in blocks:
   start, cpu = time.perf_counter(), time.process_time()
   signal.alarm(limit)
@@ -68,10 +78,12 @@ RUNNABLE = [b for b in BLOCKS if b.parse_only is None]
 PARSE_ONLY = [b for b in BLOCKS if b.parse_only is not None]
 
 
-def run_blocks(blocks: list[tuple[str, str]], limit: int = BLOCK_SECONDS) -> dict[str, dict]:
+def run_blocks(blocks: list[tuple[str, str]], limit: int = BLOCK_SECONDS,
+               with_run: bool = False) -> dict[str, dict]:
   """Runs (name, code) pairs in one fresh interpreter, each in a fresh
   namespace; returns each name's {"error": traceback or None, "seconds",
-  "cpu_seconds"}."""
+  "cpu_seconds"}. `with_run`: a tiny digits run is trained into
+  workdir/digits_vit (the cwd's) first, where `python train.py` puts it."""
   env = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3", MPLBACKEND="Agg",
              XLA_FLAGS="--xla_cpu_use_fusion_emitters=false",  # one device, as a reader has
              PYTHONPATH=os.pathsep.join(filter(None, [md.ROOT, os.environ.get("PYTHONPATH")])))
@@ -80,8 +92,9 @@ def run_blocks(blocks: list[tuple[str, str]], limit: int = BLOCK_SECONDS) -> dic
     with open(listing, "w", encoding="utf-8") as f:
       json.dump(blocks, f)
     result = subprocess.run(
-        [sys.executable, "-c", RUNNER, listing, str(limit)], cwd=workdir, env=env,
-        capture_output=True, text=True, timeout=limit * len(blocks) + 60)
+        [sys.executable, "-c", RUNNER, listing, str(limit), *(["--with_run"] * with_run)],
+        cwd=workdir, env=env, capture_output=True, text=True,
+        timeout=limit * len(blocks) + 60 + 120 * with_run)
   outcomes = {}
   for line in result.stdout.splitlines():
     if line.startswith("BLOCK "):
@@ -95,7 +108,7 @@ def run_blocks(blocks: list[tuple[str, str]], limit: int = BLOCK_SECONDS) -> dic
 
 @pytest.fixture(scope="module")
 def outcomes():
-  return run_blocks([(b.name, b.code) for b in RUNNABLE])
+  return run_blocks([(b.name, b.code) for b in RUNNABLE], with_run=True)
 
 
 def test_the_blocks_are_found_and_most_of_them_run():

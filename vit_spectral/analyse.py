@@ -1,6 +1,6 @@
 r"""vit-spectral-analyse: the per-layer diagnostics of a run or a pretrained checkpoint.
 
-  vit-spectral-analyse --workdir=workdir/digits_vit --out=analysis/digits_vit
+  vit-spectral-analyse --workdir=workdir/digits_vit     # writes workdir/digits_vit/analysis
   vit-spectral-analyse --timm=deit_small_patch16_224 \
       --weights=deit_small_patch16_224.safetensors --images=my_images/ --out=analysis/deit_s
   vit-spectral-analyse --big_vision=B/16 --weights=ViT-B_16.npz --dataset=imagenet2012 \
@@ -12,16 +12,18 @@ newest finished checkpoint, EMA parameters when the run keeps them; a run
 still training can be read), or a timm / big_vision weights file
 (`models.load_timm`, `models.load_big_vision`).
 
-The images: the run's own eval split, preprocessed as the run evaluates
-(the default for --workdir); or --dataset (a prepared TFDS name, or the
+The images: the run's own eval split (or --split), read and preprocessed by
+the run's eval pipeline (`data.eval_images`, the default for --workdir); or --dataset (a prepared TFDS name, or the
 built-in "digits", the default for a weights file) or --images (a folder),
 read raw and preprocessed as the model expects: a run's eval transform, a
 timm model's own (`pretrained.timm_preprocessing`), big_vision's resize to the
 model's side and [-1, 1] values.
 
-What it writes to --out (and prints the per-layer table):
-  diagnosis.csv    the tidy frame (model, layer, stage, head, metric, value);
-                   with --compare_init (on by default) the same model at its
+What it writes to --out (default: <workdir>/analysis, or analysis/<model>
+for a weights file; it prints the per-layer table and each path written):
+  diagnosis.csv    the tidy frame (model, layer, stage, head, metric, value;
+                   layers numbered from 0, as the trainer's layer_00);
+                   unless --nocompare_init, the same model at its
                    initialisation is the model "init", the checkpoint "trained"
   diagnosis.json   the command, the source, step and images, and per model
                    every metric per layer (per-head lists, spectra)
@@ -29,76 +31,175 @@ What it writes to --out (and prints the per-layer table):
                    rank residual, entropy, attention HF/DC)
   spectrum.png     each layer's attention spectrum (DC first)
 
-Bad input (no checkpoint, weights for another model, a folder with nothing
-readable, a data set that is not prepared) is one line on stderr and exit 1.
+Flags are absl's, as train.py's (`--name=value`; a boolean also `--name`,
+`--noname`, `--name=false`). A mistake on the command line (an unknown flag
+or metric, a flag of another source, a missing weights file or folder) is one
+line on stderr and exit 2, before TensorFlow is imported or anything is read;
+bad input found while loading (no checkpoint, weights for another model, a
+folder with nothing readable, a data set that is not prepared) is one line
+and exit 1.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
+import types
 from typing import Any, Sequence
 
 import numpy as np
+from absl import flags
 
-__all__ = ["main", "parse_args", "run"]
+from vit_spectral.main import flags_help, wants_help
+from vit_spectral.workdir import PARAMS_CHOICES
+
+__all__ = ["FLAG_NAMES", "UsageError", "check_paths", "default_out", "help_text", "main",
+           "parse_args", "run"]
 
 PROG = "vit-spectral-analyse"
+USAGE_EXIT_CODE = 2        # a mistake on the command line (train.py's too)
+SOURCES = ("workdir", "timm", "big_vision")
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-  parser = argparse.ArgumentParser(
-      prog=PROG, description=__doc__.splitlines()[0],
-      formatter_class=argparse.RawDescriptionHelpFormatter,
-      epilog="\n".join(__doc__.splitlines()[2:7]))
-  source = parser.add_mutually_exclusive_group(required=True)
-  source.add_argument("--workdir", help="a train.py workdir (finished or running)")
-  source.add_argument("--timm", metavar="NAME", help="a timm model name; needs --weights")
-  source.add_argument("--big_vision", metavar="VARIANT",
-                      help="a ViT variant, e.g. B/16; needs --weights (.npz)")
-  parser.add_argument("--weights", help="the weights file of --timm / --big_vision")
-  parser.add_argument("--params", default="auto", choices=("auto", "ema", "raw"),
-                      help="--workdir: EMA or raw parameters (auto: EMA when kept)")
-  parser.add_argument("--step", type=int, help="--workdir: the checkpoint step (newest)")
-  parser.add_argument("--image_size", type=int,
-                      help="--timm / --big_vision: the input side (default: the model's)")
-  images = parser.add_mutually_exclusive_group()
-  images.add_argument("--dataset", help="a prepared TFDS name, or digits")
-  images.add_argument("--images", metavar="DIR", help="a folder of images")
-  parser.add_argument("--split", default=None,
-                      help="--dataset split (default: test, or validation for imagenet2012)")
-  parser.add_argument("--data_dir", default=None, help="TFDS data_dir")
-  parser.add_argument("--num_images", type=int, default=64)
-  parser.add_argument("--batch_size", type=int, default=8,
-                      help="images per forward pass (memory grows with it)")
-  parser.add_argument("--metrics", default=None,
-                      help="comma-separated metric names (default: all)")
-  parser.add_argument("--compare_init", action=argparse.BooleanOptionalAction, default=True,
-                      help="also diagnose the model at its initialisation")
-  parser.add_argument("--out", required=True, help="the output folder")
-  args = parser.parse_args(argv)
-  if (args.timm or args.big_vision) and not args.weights:
-    parser.error(f"--{'timm' if args.timm else 'big_vision'} needs --weights=PATH")
-  if args.workdir and args.weights:
-    parser.error("--weights goes with --timm or --big_vision, not --workdir")
-  if args.num_images <= 0 or args.batch_size <= 0:
-    parser.error("--num_images and --batch_size must be positive")
+def _define_flags(flag_values: flags.FlagValues) -> None:
+  """The command's flags (absl, as train.py's: `--name=value`, a boolean also
+  `--name` / `--noname` / `--name=false`)."""
+  define = dict(flag_values=flag_values)
+  flags.DEFINE_string("workdir", None, "A train.py workdir (finished or running).", **define)
+  flags.DEFINE_string("timm", None, "A timm model name; needs --weights.", **define)
+  flags.DEFINE_string("big_vision", None, "A ViT variant, e.g. B/16; needs --weights (.npz).",
+                      **define)
+  flags.DEFINE_string("weights", None, "The weights file of --timm / --big_vision.", **define)
+  flags.DEFINE_enum("params", "auto", PARAMS_CHOICES,
+                    "--workdir: EMA or raw parameters (auto: EMA when the run keeps them).",
+                    **define)
+  flags.DEFINE_integer("step", None, "--workdir: the checkpoint step (default: the newest).",
+                       lower_bound=0, **define)
+  flags.DEFINE_integer("image_size", None, "--timm / --big_vision: the input side (default: "
+                       "the model's).", lower_bound=1, **define)
+  flags.DEFINE_string("dataset", None, "A prepared TFDS name, or digits (default: the run's "
+                      "eval split for --workdir, digits for a weights file).", **define)
+  flags.DEFINE_string("images", None, "A folder of images (instead of --dataset).", **define)
+  flags.DEFINE_string("split", None, "The split of --dataset, or of the run's data set for "
+                      "--workdir (default: the run's eval split; test, or validation for "
+                      "imagenet2012).", **define)
+  flags.DEFINE_string("data_dir", None, "TFDS data_dir of --dataset.", **define)
+  flags.DEFINE_integer("num_images", 64, "How many images to diagnose on.", lower_bound=1,
+                       **define)
+  flags.DEFINE_integer("batch_size", 8, "Images per forward pass (memory grows with it).",
+                       lower_bound=1, **define)
+  flags.DEFINE_list("metrics", None, "Comma-separated metric names (default: all).", **define)
+  flags.DEFINE_bool("compare_init", True, "Also diagnose the model at its initialisation "
+                    "(--nocompare_init or --compare_init=false: only the checkpoint).", **define)
+  flags.DEFINE_string("out", None, "The output folder (default: <workdir>/analysis for "
+                      "--workdir, analysis/<model> for --timm / --big_vision).", **define)
+
+
+def _flag_names() -> tuple[str, ...]:
+  flag_values = flags.FlagValues()
+  _define_flags(flag_values)
+  return tuple(flag_values)
+
+
+FLAG_NAMES = _flag_names()
+
+
+def help_text() -> str:
+  """The module docstring and the command's flags (what --help prints)."""
+  flag_values = flags.FlagValues()
+  _define_flags(flag_values)
+  return "\n".join([__doc__.strip(), "", *flags_help(flag_values, FLAG_NAMES)])
+
+
+def default_out(args) -> str:
+  """Where the command writes without --out: `<workdir>/analysis`, or
+  `analysis/<timm name>` / `analysis/big_vision_<variant>` ("/" as "-")."""
+  if args.workdir:
+    return os.path.join(args.workdir, "analysis")
+  name = args.timm or f"big_vision_{args.big_vision}"
+  return os.path.join("analysis", name.replace("/", "-"))
+
+
+class UsageError(ValueError):
+  """A mistake on the command line; the message is one line naming it."""
+
+
+def _check(args) -> None:
+  """Every check of the flags that needs no JAX and no file read.
+
+  Raises:
+    UsageError: one line naming the flag and what would be valid.
+  """
+  given = [f"--{name}" for name in SOURCES if getattr(args, name)]
+  if len(given) != 1:
+    raise UsageError(f"give one model source of --workdir, --timm, --big_vision "
+                     f"(got {', '.join(given) or 'none'})")
+  if args.images and args.dataset:
+    raise UsageError("--images and --dataset are two sources of images; give one")
+  if args.workdir:
+    for name in ("weights", "image_size"):
+      if name in args.given:
+        raise UsageError(f"--{name} goes with --timm or --big_vision, not --workdir")
+  else:
+    if not args.weights:
+      raise UsageError(f"--{'timm' if args.timm else 'big_vision'} needs --weights=PATH")
+    for name in ("params", "step"):
+      if name in args.given:
+        raise UsageError(f"--{name} goes with --workdir, not --timm / --big_vision")
+  if args.images:
+    if args.split or args.data_dir:
+      raise UsageError(f"--{'split' if args.split else 'data_dir'} goes with --dataset or "
+                       "--workdir, not --images")
+  if args.data_dir and not args.dataset:
+    raise UsageError("--data_dir goes with --dataset (a run reads its own data_dir)")
+
+
+def check_paths(args) -> None:
+  """The files the flags name exist (a printed command parses without them).
+
+  Raises:
+    UsageError: one line naming the flag.
+  """
+  if args.weights and not os.path.isfile(args.weights):
+    raise UsageError(f"--weights={args.weights} is not a file")
+  if args.images and not os.path.isdir(args.images):
+    raise UsageError(f"--images={args.images} is not a directory")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> types.SimpleNamespace:
+  """The command's flags (`argv` without the program name; None: sys.argv's),
+  checked (`_check`), with --out defaulted (`default_out`). --help prints
+  `help_text` and exits 0; a mistake is one line on stderr and exit 2."""
+  argv = list(sys.argv[1:] if argv is None else argv)
+  if wants_help([PROG, *argv]):
+    print(help_text())
+    sys.exit(0)
+  flag_values = flags.FlagValues()
+  _define_flags(flag_values)
+  try:
+    try:
+      rest = flag_values([PROG, *argv])
+    except flags.Error as e:
+      argparse_style = [a.split("=")[0] for a in argv if a.startswith("--no-")]
+      if argparse_style:    # the spelling of this command before it took absl flags
+        name = argparse_style[0][len("--no-"):]
+        raise UsageError(f"{argparse_style[0]}: write --no{name} or --{name}=false") from None
+      raise UsageError(str(e).strip().splitlines()[0]) from None
+    if len(rest) > 1:
+      raise UsageError(f"unexpected arguments {rest[1:]} (flags are --name=value)")
+    args = types.SimpleNamespace(**{name: flag_values[name].value for name in FLAG_NAMES})
+    args.given = {name for name in FLAG_NAMES if flag_values[name].present}
+    _check(args)
+  except UsageError as e:
+    print(f"{PROG}: error: {e}", file=sys.stderr)
+    sys.exit(USAGE_EXIT_CODE)
+  args.out = args.out or default_out(args)
   return args
 
 
 def _default_split(dataset: str) -> str:
   return "validation" if dataset.split(":")[0] == "imagenet2012" else "test"
-
-
-def _workdir_transform(config):
-  from vit_spectral.data.analysis_images import EvalTransform
-  cfg = config.input
-  crop = cfg.crop_fraction if cfg.eval_resize == "resize_center_crop" else None
-  return EvalTransform(size=int(cfg.image_size), crop_fraction=crop,
-                       method=cfg.eval_resize_method, mean=tuple(cfg.mean), std=tuple(cfg.std),
-                       channels=len(cfg.mean))
 
 
 def _timm_transform(name: str, image_size: int | None):
@@ -119,27 +220,17 @@ def _big_vision_transform(size: int):
                        std=(0.5,))
 
 
-def _run_eval_images(config, count: int) -> tuple[np.ndarray, str]:
-  """The first `count` images of the run's eval split, as the run evaluates."""
-  from vit_spectral.data import input_pipeline
-  dataset, num_batches = input_pipeline.create_eval_dataset(config.input, process_index=0,
-                                                            process_count=1)
-  images = []
-  for batch in dataset.take(num_batches).as_numpy_iterator():
-    images.append(batch["image"][batch["mask"]])
-    if sum(map(len, images)) >= count:
-      break
-  return (np.concatenate(images)[:count],
-          f"{config.input.dataset} {config.input.eval_split} (the run's eval transform)")
-
-
 def _images(args, transform, config=None) -> tuple[np.ndarray, str]:
+  """(N, H, W, C) model inputs and what they are: a folder, a data set, or a
+  run's own eval images (`config`: the run's, for --workdir)."""
   from vit_spectral.data import analysis_images
   if args.images:
     raw = analysis_images.folder_images(args.images, args.num_images)
     return transform(raw), f"{len(raw)} images of {args.images}"
   if args.dataset is None and config is not None:
-    return _run_eval_images(config, args.num_images)
+    split = args.split or config.input.eval_split
+    return (analysis_images.eval_images(config.input, args.num_images, split=split),
+            f"{config.input.dataset} {split} (the run's eval transform)")
   dataset = args.dataset or "digits"
   split = args.split or _default_split(dataset)
   raw, _ = analysis_images.dataset_images(dataset, split, args.num_images, args.data_dir)
@@ -151,7 +242,8 @@ def _load(args) -> dict[str, Any]:
   if args.workdir:
     from vit_spectral.workdir import read_workdir
     run = read_workdir(args.workdir, params=args.params, step=args.step)
-    images, described = _images(args, _workdir_transform(run.config), run.config)
+    from vit_spectral.data.analysis_images import eval_transform
+    images, described = _images(args, eval_transform(run.config.input), run.config)
     return dict(model=run.model, variables=run.variables, images=images, images_from=described,
                 seed=int(run.config.get("seed", 0)),
                 source={"workdir": os.path.abspath(args.workdir), "step": run.step,
@@ -184,7 +276,7 @@ def _diagnoses(loaded: dict[str, Any], args) -> dict[str, Any]:
   import jax
 
   from vit_spectral import analysis
-  metrics = args.metrics.split(",") if args.metrics else None
+  metrics = args.metrics or None
   model, images = loaded["model"], loaded["images"]
   out = {"trained": analysis.diagnose(model, loaded["variables"], images, metrics=metrics,
                                       batch_size=args.batch_size, name="trained")}
@@ -248,6 +340,19 @@ def main(argv: Sequence[str] | None = None) -> int:
   """Runs the command; returns the exit code (0, or 1 with one line on stderr)."""
   args = parse_args(argv)
   args.argv = None if argv is None else list(argv)
+  # Before anything is read or loaded: the metric names need the attention
+  # registry, so JAX, but not TensorFlow, a checkpoint or a model.
+  try:
+    check_paths(args)
+    if args.metrics:
+      from vit_spectral.analysis.layer_metrics import check_metrics
+      try:
+        check_metrics(args.metrics)
+      except ValueError as e:
+        raise UsageError(f"--metrics: {str(e).removeprefix('diagnose metrics: ')}") from None
+  except UsageError as e:
+    print(f"{PROG}: error: {e}", file=sys.stderr)
+    return USAGE_EXIT_CODE
   from vit_spectral import errors
   try:
     loaded = _load(args)

@@ -273,16 +273,23 @@ def recipe_summary(path: str) -> str:
   return " ".join(docstring.split("\n\n")[0].split())
 
 
-def help_text(flag_values: flags.FlagValues = flags.FLAGS) -> str:
-  """The module docstring, the command line's flags and the recipes."""
-  lines = [__doc__.strip(), "", "Flags:"]
-  for name in CommandLine._fields:
+def flags_help(flag_values: flags.FlagValues, names: Sequence[str]) -> list[str]:
+  """"Flags:" and each of `names`, `--[no]name` for a boolean, its help and
+  default wrapped at 78 columns (the commands' --help lists)."""
+  lines = ["Flags:"]
+  for name in names:
     flag = flag_values[name]
     label = f"--[no]{name}" if flag.boolean else f"--{name}"
     default = "" if flag.default is None else f" (default: {flag.default_as_str})"
     lines.append(f"  {label}")
     lines.extend(textwrap.wrap(flag.help + default, 78, initial_indent="      ",
                                subsequent_indent="      "))
+  return lines
+
+
+def help_text(flag_values: flags.FlagValues = flags.FLAGS) -> str:
+  """The module docstring, the command line's flags and the recipes."""
+  lines = [__doc__.strip(), "", *flags_help(flag_values, CommandLine._fields)]
   lines += ["", "Recipes (--config=NAME; `python train.py --config=NAME --print_config` "
             "shows every field):"]
   names = recipes.recipe_names()

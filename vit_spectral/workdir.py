@@ -22,9 +22,6 @@ from typing import Any
 import ml_collections
 import numpy as np
 
-from vit_spectral.models.build import build_model
-from vit_spectral.durability import checkpointing
-from vit_spectral.durability.resume import CONFIG_NAME
 
 __all__ = ["PARAMS_CHOICES", "WorkdirRun", "load_workdir", "read_workdir"]
 
@@ -58,6 +55,11 @@ def read_workdir(path: str, *, params: str = "auto", step: int | None = None) ->
       without EMA.
     errors.CheckpointReadError: the checkpoint's bytes are damaged.
   """
+  # Imported here: `vit-spectral-analyse` reads PARAMS_CHOICES before JAX.
+  from vit_spectral.durability import checkpointing  # pylint: disable=import-outside-toplevel
+  from vit_spectral.durability.resume import CONFIG_NAME  # pylint: disable=import-outside-toplevel
+  from vit_spectral.models.build import build_model  # pylint: disable=import-outside-toplevel
+
   if params not in PARAMS_CHOICES:
     raise ValueError(f"params={params!r}; choose one of {list(PARAMS_CHOICES)}")
   if not os.path.isdir(path):

@@ -65,9 +65,9 @@ def plot_diagnoses(diagnoses: Mapping[str, "Diagnosis"], metrics: Sequence[str] 
     for k, (label, d) in enumerate(diagnoses.items()):
       if not any(metric in layer for layer in d.layers):
         continue
-      layers = np.arange(1, d.num_layers + 1)
+      layers = np.arange(d.num_layers)      # from 0, as to_frame's "layer" and layer_00
       ax.plot(layers, d.values(metric), "o-", ms=3, lw=1.2, color=f"C{k % 10}", label=label)
-      for boundary in np.flatnonzero(np.diff(d.stage)) + 1.5:
+      for boundary in np.flatnonzero(np.diff(d.stage)) + 0.5:
         ax.axvline(boundary, color=f"C{k % 10}", ls=":", lw=0.8)
     ax.set_title(_LABELS.get(metric, metric), fontsize=9)
     ax.set_xlabel("layer")
@@ -106,7 +106,7 @@ def plot_spectra(diagnosis: "Diagnosis"):
   cmap = matplotlib.colormaps["viridis"]
   for (index, spectrum), shade in zip(layers, colors):
     ax.plot(np.arange(len(spectrum)), spectrum, "-", lw=1.0, color=cmap(shade),
-            label=f"layer {index + 1}")
+            label=f"layer {index}")
   ax.set_xlabel("frequency band k (0 = DC)")
   ax.set_ylabel("response ‖Λ_k‖₂ of F A F⁻¹")
   ax.set_title(f"{diagnosis.model}: attention spectrum per layer (000 App. F.2)", fontsize=9)

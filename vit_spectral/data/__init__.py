@@ -1,4 +1,5 @@
-"""Data sets and tf.data input pipelines for image classification.
+"""Data sets and tf.data input pipelines for image classification; a run's eval
+images for analysis (`eval_images(config.input, num_images=64)`).
 
 Names are imported from their modules on first use (`lazy_exports`), so
 `import vit_spectral.data` imports no TensorFlow. Importing
@@ -25,6 +26,7 @@ _EXPORTS = {
     "create_eval_dataset": "input_pipeline",
     "create_train_dataset": "input_pipeline",
     "dataset_meta": "input_pipeline",
+    "eval_images": "analysis_images",
     "get_builder": "input_pipeline",
     "input_settings": "vit_spectral.sections.input",
     "planned_meta": "input_pipeline",

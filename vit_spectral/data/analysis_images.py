@@ -1,5 +1,9 @@
-"""Images to analyse a model on: a folder, a TFDS split or the built-in digits,
-read raw and transformed as the model was evaluated (`vit-spectral-analyse`).
+"""Images to analyse a model on: a run's own eval images, or a folder, a TFDS
+split or the built-in digits read raw and transformed as the model was
+evaluated (`vit-spectral-analyse`).
+
+    model, variables, config = analysis.load_workdir("workdir/digits_vit")
+    images = data.eval_images(config.input, num_images=64)        # (64, 8, 8, 1)
 
     transform = EvalTransform(size=224, crop_fraction=0.875, method="bicubic",
                               mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225))
@@ -22,7 +26,8 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["EvalTransform", "IMAGE_SUFFIXES", "dataset_images", "folder_images"]
+__all__ = ["EvalTransform", "IMAGE_SUFFIXES", "dataset_images", "eval_images", "eval_transform",
+           "folder_images"]
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 _LUMA = np.array([0.299, 0.587, 0.114])
@@ -66,6 +71,57 @@ class EvalTransform:
                                                  self.method)
       out.append(preprocessing.normalize(image, mean, std).numpy())
     return np.stack(out).astype(np.float32)
+
+
+def eval_transform(cfg) -> EvalTransform:
+  """The eval preprocessing of a run's `config.input` (InputSettings or its
+  ConfigDict), for images that do not come through its input pipeline."""
+  from vit_spectral.sections.input import input_settings
+
+  cfg = input_settings(cfg)
+  crop = cfg.crop_fraction if cfg.eval_resize == "resize_center_crop" else None
+  return EvalTransform(size=int(cfg.image_size), crop_fraction=crop,
+                       method=cfg.eval_resize_method, mean=tuple(cfg.mean), std=tuple(cfg.std),
+                       channels=len(cfg.mean))
+
+
+def eval_images(cfg, num_images: int = 64, *, split: str | None = None) -> np.ndarray:
+  """The first `num_images` images of a run's eval split, read and
+  preprocessed by its own eval pipeline (`input_pipeline.create_eval_dataset`).
+
+  Args:
+    cfg: the run's `config.input` (InputSettings or its ConfigDict, e.g. from
+      `analysis.load_workdir`).
+    num_images: how many (fewer when the split is smaller).
+    split: another split of the same data set (None: `cfg.eval_split`).
+
+  Returns:
+    float32 (N, image_size, image_size, C), N = min(num_images, split size).
+
+  Raises:
+    data.DatasetNotPreparedError: the data set is not prepared (names the
+      `tfds build` command; nothing is downloaded).
+    ValueError: `num_images` is not positive.
+  """
+  from vit_spectral.data import input_pipeline
+  from vit_spectral.sections.input import input_settings
+
+  if num_images <= 0:
+    raise ValueError(f"num_images={num_images}; it must be positive")
+  cfg = input_settings(cfg)
+  # Analysis never downloads: an unprepared set fails at once with the
+  # `tfds build` command (get_builder prepares the offline digits itself).
+  cfg = dataclasses.replace(cfg, download=False, eval_split=split or cfg.eval_split)
+  input_pipeline.get_builder(cfg.dataset, cfg.data_dir, False, download_setting=None)
+  dataset, num_batches = input_pipeline.create_eval_dataset(cfg, process_index=0,
+                                                            process_count=1)
+  images, count = [], 0
+  for batch in dataset.take(num_batches).as_numpy_iterator():
+    images.append(batch["image"][batch["mask"]])        # padding rows dropped
+    count += len(images[-1])
+    if count >= num_images:
+      break
+  return np.concatenate(images)[:num_images]
 
 
 def _with_channels(image: np.ndarray, channels: int) -> np.ndarray:
@@ -126,7 +182,7 @@ def dataset_images(name: str, split: str, count: int, data_dir: str | None = Non
   from vit_spectral.data import input_pipeline
   from vit_spectral.data.tensorflow_import import tfds
 
-  builder = input_pipeline.get_builder(name, data_dir, False)
+  builder = input_pipeline.get_builder(name, data_dir, False, download_setting=None)
   dataset = builder.as_dataset(split=split, shuffle_files=False)
   images, labels = [], []
   for example in tfds.as_numpy(dataset.take(count)):

@@ -63,6 +63,11 @@ OFFLINE_BUILDERS = {"digits": digits_lib.Digits, "digits_parity": digits_lib.Dig
 _MAX_SHUFFLE_SEED = 2**31 - 1
 
 
+# What lets a training run download a missing data set (the not-prepared
+# message names it; a caller without it passes its own or None).
+DOWNLOAD_SETTING = "config.input.download=True"
+
+
 class DatasetNotPreparedError(RunError, FileNotFoundError):
   """The TFDS data set is not in data_dir and downloading was not allowed."""
 
@@ -92,26 +97,29 @@ class DatasetMeta:
 # ---------------------------------------------------------------------------
 
 
-def _not_prepared_message(dataset: str, builder: tfds.core.DatasetBuilder):
+def _not_prepared_message(dataset: str, builder: tfds.core.DatasetBuilder,
+                          download_setting: str | None) -> str:
   root = str(builder.data_dir_root)
+  nothing = ("so nothing was downloaded" if download_setting is None else
+             f"and {download_setting.split('=')[0]} is False, so nothing was downloaded")
   lines = [
       f"TFDS data set {dataset!r} is not prepared in data_dir {root!r} "
-      f"(looked for {builder.data_path}), and config.input.download is False, "
-      "so nothing was downloaded.",
+      f"(looked for {builder.data_path}), {nothing}.",
   ]
   if builder.name == "imagenet2012":
+    or_setting = ("" if download_setting is None else
+                  f" (or set {download_setting} to prepare it from those files)")
     lines.append(
         "imagenet2012 cannot be downloaded automatically: place "
         "ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar in "
         f"{root}/downloads/manual, then run "
-        f"`tfds build {dataset} --data_dir={root}` "
-        "(or set config.input.download=True to prepare it from those files)."
+        f"`tfds build {dataset} --data_dir={root}`{or_setting}."
     )
   else:
+    or_setting = "" if download_setting is None else f", or set {download_setting}"
     lines.append(
         f"To prepare it, run `tfds build {dataset} --data_dir={root}` on a "
-        "machine with internet access (and copy the directory here), or set "
-        "config.input.download=True."
+        f"machine with internet access (and copy the directory here){or_setting}."
     )
   return " ".join(lines)
 
@@ -165,7 +173,8 @@ def unprepared_builder(
 
 
 def get_builder(
-    dataset: str, data_dir: str | None = None, download: bool = False
+    dataset: str, data_dir: str | None = None, download: bool = False, *,
+    download_setting: str | None = DOWNLOAD_SETTING,
 ) -> tfds.core.DatasetBuilder:
   """Returns a prepared TFDS builder for `dataset`.
 
@@ -177,6 +186,9 @@ def get_builder(
     data_dir: the TFDS data_dir; None means the TFDS default
       (~/tensorflow_datasets or $TFDS_DATA_DIR).
     download: allow TFDS to download and prepare a missing data set.
+    download_setting: what lets the caller download, named in the
+      not-prepared message; None for a caller that has no such setting (a
+      command that never downloads: the message names `tfds build` only).
 
   Returns:
     A builder whose `as_dataset` can be called.
@@ -196,7 +208,7 @@ def get_builder(
     return builder
   if not _has_dataset_info(builder):   # is_prepared() without TFDS's WARNING
     if not download:
-      raise DatasetNotPreparedError(_not_prepared_message(dataset, builder))
+      raise DatasetNotPreparedError(_not_prepared_message(dataset, builder, download_setting))
     builder.download_and_prepare()
   return builder
 
@@ -370,7 +382,7 @@ def _shipped_split_size(builder: tfds.core.DatasetBuilder, split: str,
         f"config.input.{field}={split!r} of {builder.name!r}: its size is known "
         f"only from the prepared data set (known without it: "
         f"{ {name: sorted(s) for name, s in SHIPPED_SPLIT_SIZES.items()} }). "
-        + _not_prepared_message(builder.name, builder))
+        + _not_prepared_message(builder.name, builder, DOWNLOAD_SETTING))
   return sizes[split]
 
 
