@@ -52,6 +52,7 @@ if sys.argv[3:] == ["--with_run"]:
   config = digits_vit.get_config("depth=2,width=16,heads=2,steps=3")
   config.log_every = config.eval_every = config.checkpoint_every = 3
   config.optim.warmup_steps = 1
+  config.diagnostics.every, config.diagnostics.num_images = 3, 8   # `layer_series` reads them
   trainer.train_and_evaluate(config, "workdir/digits_vit")
 for name, code in blocks:
   start, cpu = time.perf_counter(), time.process_time()
