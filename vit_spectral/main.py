@@ -66,8 +66,8 @@ from vit_spectral import errors
 from vit_spectral.names import did_you_mean
 
 DEFAULT_RECIPE = "digits_vit"
-USAGE_EXIT_CODE = 2  # a mistake on the command line
-FAILURE_EXIT_CODE = 1  # a run that failed
+USAGE_EXIT_CODE = errors.USAGE_EXIT_CODE
+FAILURE_EXIT_CODE = errors.FAILURE_EXIT_CODE
 HELP_FLAGS = ("-h", "-?", "--help", "--helpshort")
 
 
@@ -393,7 +393,8 @@ def train(settings, workdir: str, dry_run: bool = False, target: str | None = No
       run_dry_run(settings, target, dry_run_json)
       return
     metrics = trainer.train_and_evaluate(settings, workdir)
-    logging.info("final: %s", metrics)
+    from vit_spectral.training import progress  # pylint: disable=import-outside-toplevel
+    logging.info("final metrics:\n%s", progress.metrics_table(metrics))
   except errors.RunPreempted as stop:  # saved: the launchers rerun on this code
     from vit_spectral.durability import preemption  # pylint: disable=import-outside-toplevel
     _exit_now(str(stop), preemption.PREEMPTED_EXIT_CODE)
