@@ -48,7 +48,6 @@ command"; the launchers rerun the command on that code.
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import importlib.util
 import logging as std_logging
@@ -265,14 +264,6 @@ def parse_command_line(argv: Sequence[str]) -> CommandLine:
 
 # --- --help ---------------------------------------------------------------------
 
-def recipe_summary(path: str) -> str:
-  """The first paragraph of a recipe module's docstring, as one line (read
-  with `ast`, without importing the module)."""
-  with open(path, encoding="utf-8") as f:
-    docstring = ast.get_docstring(ast.parse(f.read())) or ""
-  return " ".join(docstring.split("\n\n")[0].split())
-
-
 def help_text(flag_values: flags.FlagValues = flags.FLAGS) -> str:
   """The module docstring, the command line's flags and the recipes."""
   lines = [__doc__.strip(), "", "Flags:"]
@@ -288,7 +279,7 @@ def help_text(flag_values: flags.FlagValues = flags.FLAGS) -> str:
   names = recipes.recipe_names()
   column = max(25, max(len(name) for name in names) + 1)   # a space after the longest name
   for name in names:
-    lines.extend(textwrap.wrap(recipe_summary(recipes.recipe_path(name)), 78,
+    lines.extend(textwrap.wrap(recipes.recipe_summary(name), 78,
                                initial_indent=f"  {name:{column}}",
                                subsequent_indent=" " * (column + 2)))
   lines += ["", "--helpfull lists every flag, the libraries' too."]
