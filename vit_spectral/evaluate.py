@@ -33,17 +33,18 @@ import dataclasses
 import json
 import os
 import sys
+import textwrap
 from typing import Any, NamedTuple, Sequence
 
-from absl import app, flags, logging
+from absl import flags, logging
 
 from vit_spectral import errors
 from vit_spectral.durability.resume import CONFIG_NAME
 from vit_spectral.training import progress
 from vit_spectral.workdir import PARAMS_CHOICES
 
-__all__ = ["CommandLine", "EvaluateError", "Evaluation", "define_flags", "evaluate_workdir",
-           "main", "run"]
+__all__ = ["CommandLine", "EvaluateError", "Evaluation", "FLAG_VALUES", "define_flags",
+           "evaluate_workdir", "main", "parse", "run"]
 
 PROG = "vit-spectral-evaluate"
 
@@ -61,7 +62,7 @@ class CommandLine(NamedTuple):
   split: Any
 
 
-def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> CommandLine:
+def define_flags(flag_values: flags.FlagValues) -> CommandLine:
   """Defines the command's flags in `flag_values`."""
   define = dict(flag_values=flag_values)
   return CommandLine(
@@ -147,7 +148,7 @@ def check_params(params: str, uses_ema: bool, workdir: str) -> None:
   if params == "ema" and not uses_ema:
     choices = [p for p in PARAMS_CHOICES if p != "ema"]
     raise EvaluateError(f"--params=ema: the run in {workdir} keeps no EMA parameters "
-                        f"(config.ema_decay is 0); choose one of {choices}")
+                        f"(config.ema_decay is 0); choose one of {', '.join(choices)}")
 
 
 def with_split(sections, split: str | None):
@@ -240,50 +241,79 @@ def evaluate_workdir(workdir: str, *, step: int | None = None, params: str = "au
   return Evaluation(metrics, int(step), params, input_config.eval_split, input_config.dataset)
 
 
-# --- The command ----------------------------------------------------------------
+# --- The command ---------------------------------------------------------------
 
-_FLAGS = define_flags()
+# Its own FlagValues: `main`'s flags (--workdir too) live in absl's global ones,
+# and both modules may be imported in one process (tests, notebooks).
+FLAG_VALUES = flags.FlagValues()
+_FLAGS = define_flags(FLAG_VALUES)
+HELP_FLAGS = ("-h", "-?", "--help", "--helpshort", "--helpfull")
 
 
-def main(argv: Sequence[str]) -> None:
-  """Evaluates the flags' workdir and prints the metrics; exits 2 on a
-  mistake, 1 on a failure, with one line."""
-  if len(argv) > 1:
-    _exit(f"unexpected arguments {list(argv[1:])} (flags are --name=value)",
-          errors.USAGE_EXIT_CODE)
+def help_text() -> str:
+  """The module docstring and the flags."""
+  lines = [__doc__.strip(), "", "Flags:"]
+  for name in CommandLine._fields:
+    flag = FLAG_VALUES[name]
+    default = "" if flag.default is None else f" (default: {flag.default_as_str})"
+    lines.append(f"  --{name}")
+    lines.extend(textwrap.wrap(flag.help + default, 78, initial_indent="      ",
+                               subsequent_indent="      "))
+  return "\n".join(lines)
+
+
+def parse(argv: Sequence[str]) -> list[str]:
+  """Parses `argv` (`argv[0]` the program) into FLAG_VALUES.
+
+  Raises:
+    EvaluateError: an unknown flag, a bad value or a leftover argument, in
+      one line.
+  """
+  FLAG_VALUES.unparse_flags()   # each parse starts from the defaults
+  try:
+    rest = FLAG_VALUES(list(argv))
+  except flags.Error as e:
+    lines = str(e).strip().splitlines()
+    raise EvaluateError(lines[0] if lines else type(e).__name__) from None
+  if len(rest) > 1:
+    raise EvaluateError(f"unexpected arguments {rest[1:]} (flags are --name=value)")
+  return rest
+
+
+def main(argv: Sequence[str]) -> int:
+  """Runs the command on `argv`; prints the metrics and returns 0, or prints
+  one line and returns 2 (a mistake) or 1 (a failure)."""
+  try:
+    parse(argv)
+  except EvaluateError as e:
+    return _fail(f"{PROG}: {e}", errors.USAGE_EXIT_CODE)
+  logging.set_verbosity(logging.WARNING)   # the metrics are the output
   from vit_spectral.data import tensorflow_import  # pylint: disable=import-outside-toplevel
   tensorflow_import.import_tensorflow()   # without its start-up lines, off the accelerators
   try:
     evaluation = evaluate_workdir(_FLAGS.workdir.value, step=_FLAGS.step.value,
                                   params=_FLAGS.params.value, split=_FLAGS.split.value)
   except EvaluateError as e:
-    _exit(str(e), errors.USAGE_EXIT_CODE)
+    return _fail(f"{PROG}: {e}", errors.USAGE_EXIT_CODE)
   except (errors.RunError, FileNotFoundError) as e:
-    _exit(f"error: {e}", errors.FAILURE_EXIT_CODE)
+    return _fail(f"error: {e}", errors.FAILURE_EXIT_CODE)
   print(f"{_FLAGS.workdir.value}: step {evaluation.step}, params {evaluation.params}, "
         f"{evaluation.dataset} {evaluation.split}")
   print(progress.metrics_table(evaluation.metrics))
+  return 0
 
 
-def _exit(message: str, code: int) -> None:
-  text = message if message.startswith("error: ") else f"{PROG}: {message}"
-  print(text, file=sys.stderr, flush=True)
-  sys.exit(code)
-
-
-def _parse(argv: list[str]) -> list[str]:
-  """absl's parse, with a mistake as one line and exit code 2."""
-  try:
-    return flags.FLAGS(argv)
-  except flags.Error as e:
-    _exit(str(e).strip().splitlines()[0], errors.USAGE_EXIT_CODE)
-    raise  # not reached
+def _fail(message: str, code: int) -> int:
+  print(message, file=sys.stderr, flush=True)
+  return code
 
 
 def run() -> None:
   """The `vit-spectral-evaluate` entry point."""
-  logging.set_verbosity(logging.WARNING)   # the metrics are the output
-  app.run(main, flags_parser=_parse)
+  if any(arg in HELP_FLAGS for arg in sys.argv[1:]):
+    print(help_text())
+    sys.exit(0)
+  sys.exit(main(sys.argv))
 
 
 if __name__ == "__main__":
