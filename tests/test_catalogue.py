@@ -132,3 +132,14 @@ def test_the_module_runs_as_the_command():
                           env=dict(os.environ, PYTHONPATH=ROOT), check=False)
   assert result.returncode == 0, result.stderr[-2000:]
   assert result.stdout.startswith("Backbones") and "CSwin" in result.stdout
+
+
+def test_every_console_script_names_a_function_of_the_package():
+  import importlib  # noqa: PLC0415
+  import tomllib  # noqa: PLC0415
+  with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+    scripts = tomllib.load(f)["project"]["scripts"]
+  assert {"vit-spectral-evaluate", "vit-spectral-list"} <= set(scripts)
+  for name, target in scripts.items():
+    module, function = target.split(":")
+    assert callable(getattr(importlib.import_module(module), function)), name
