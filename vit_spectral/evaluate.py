@@ -225,6 +225,7 @@ def evaluate_workdir(workdir: str, *, step: int | None = None, params: str = "au
   shardings = setup.steps.state_sharding.params
   raw = None if params == "ema" else _on_devices(stored["params"], shardings)
   keeps_ema = stored.get("ema_params") is not None
+  check_params(params, keeps_ema, workdir)   # config.json may postdate the step
   ema = _on_devices(stored["ema_params"], shardings) if keeps_ema and params != "raw" else None
   state = TrainState(step=step, params=raw, opt_state=None, ema_params=ema)
   eval_step, input_config, mesh = setup.steps.eval_step, setup.sections.input, setup.mesh
