@@ -32,7 +32,8 @@ WINGS = (
     ("training",),
     ("planning",),
     ("configs",),
-    ("config_overrides", "registries", "workdir", "analyse", "main"),
+    ("config_overrides", "registries", "catalogue", "workdir", "analyse", "evaluate",
+     "main"),
 )
 # (module, the higher module it names lazily): a name kept where users import it.
 MOVED_NAMES = {

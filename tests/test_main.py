@@ -193,6 +193,18 @@ def test_a_failed_run_is_one_message_and_exit_code_1(monkeypatch, exits, error, 
   assert exits == [(expected, main.FAILURE_EXIT_CODE)]
 
 
+def test_the_final_metrics_are_logged_as_the_metrics_table(monkeypatch):
+  from absl import logging  # noqa: PLC0415
+  from vit_spectral.training import progress  # noqa: PLC0415
+  metrics = {"eval_loss": 0.123456789, "eval_accuracy": 0.987654321}
+  monkeypatch.setattr(trainer, "train_and_evaluate", lambda settings, workdir: metrics)
+  logged = []
+  monkeypatch.setattr(logging, "info", lambda message, *args: logged.append(message % args))
+  main.train({"any": "config"}, "/w")
+  assert logged == ["final metrics:\n" + progress.metrics_table(metrics)]
+  assert "0.9877" in logged[0] and "0.987654321" not in logged[0]
+
+
 def test_a_failed_dry_run_is_one_message(monkeypatch, exits):
   from vit_spectral.planning import dry_run  # noqa: PLC0415
   monkeypatch.setattr(dry_run, "dry_run", _raising(errors.ConfigError("input.batch_size=100")))

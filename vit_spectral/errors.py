@@ -10,6 +10,10 @@ anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+# The commands' exit codes (`main`, `evaluate`).
+USAGE_EXIT_CODE = 2  # a mistake on the command line
+FAILURE_EXIT_CODE = 1  # a run that failed
+
 
 class RunError(Exception):
   """Base class: the message says what failed, why, and what is safe."""

@@ -48,7 +48,6 @@ command"; the launchers rerun the command on that code.
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import importlib.util
 import logging as std_logging
@@ -66,8 +65,8 @@ from vit_spectral import errors
 from vit_spectral.names import did_you_mean
 
 DEFAULT_RECIPE = "digits_vit"
-USAGE_EXIT_CODE = 2  # a mistake on the command line
-FAILURE_EXIT_CODE = 1  # a run that failed
+USAGE_EXIT_CODE = errors.USAGE_EXIT_CODE
+FAILURE_EXIT_CODE = errors.FAILURE_EXIT_CODE
 HELP_FLAGS = ("-h", "-?", "--help", "--helpshort")
 
 
@@ -265,14 +264,6 @@ def parse_command_line(argv: Sequence[str]) -> CommandLine:
 
 # --- --help ---------------------------------------------------------------------
 
-def recipe_summary(path: str) -> str:
-  """The first paragraph of a recipe module's docstring, as one line (read
-  with `ast`, without importing the module)."""
-  with open(path, encoding="utf-8") as f:
-    docstring = ast.get_docstring(ast.parse(f.read())) or ""
-  return " ".join(docstring.split("\n\n")[0].split())
-
-
 def flags_help(flag_values: flags.FlagValues, names: Sequence[str]) -> list[str]:
   """"Flags:" and each of `names`, `--[no]name` for a boolean, its help and
   default wrapped at 78 columns (the commands' --help lists)."""
@@ -295,7 +286,7 @@ def help_text(flag_values: flags.FlagValues = flags.FLAGS) -> str:
   names = recipes.recipe_names()
   column = max(25, max(len(name) for name in names) + 1)   # a space after the longest name
   for name in names:
-    lines.extend(textwrap.wrap(recipe_summary(recipes.recipe_path(name)), 78,
+    lines.extend(textwrap.wrap(recipes.recipe_summary(name), 78,
                                initial_indent=f"  {name:{column}}",
                                subsequent_indent=" " * (column + 2)))
   lines += ["", "--helpfull lists every flag, the libraries' too."]
@@ -400,7 +391,8 @@ def train(settings, workdir: str, dry_run: bool = False, target: str | None = No
       run_dry_run(settings, target, dry_run_json)
       return
     metrics = trainer.train_and_evaluate(settings, workdir)
-    logging.info("final: %s", metrics)
+    from vit_spectral.training import progress  # pylint: disable=import-outside-toplevel
+    logging.info("final metrics:\n%s", progress.metrics_table(metrics))
   except errors.RunPreempted as stop:  # saved: the launchers rerun on this code
     from vit_spectral.durability import preemption  # pylint: disable=import-outside-toplevel
     _exit_now(str(stop), preemption.PREEMPTED_EXIT_CODE)

@@ -38,6 +38,29 @@ def test_numbers_have_four_significant_digits_and_keep_trailing_zeros():
       "eval_accuracy=0.3639, eval_loss=1.991")
 
 
+def test_the_metrics_table_has_a_row_per_metric_in_order_with_four_significant_digits():
+  metrics = {"eval_loss": 2.2942633628845215, "eval_accuracy": 0.1805555522441864,
+             "eval_ema_accuracy": 1.0, "corrupt_fog_3_accuracy": 1.23456e-5}
+  table = progress.metrics_table(metrics)
+  rows = table.split("\n")
+  assert [row.split()[0] for row in rows] == list(metrics)   # one row each, in order
+  for row, value in zip(rows, metrics.values()):
+    shown = row.split()[1]
+    assert shown == progress.significant(value)
+    digits = shown.split("e")[0].replace(".", "").lstrip("0")
+    assert len(digits) == 4, shown                      # 4 significant digits
+    assert abs(float(shown) - value) <= 5e-4 * abs(value)
+    assert row.startswith("  ") and "  " in row.strip()
+  # Names in one column, values right-aligned in the next.
+  assert len({len(row) for row in rows}) == 1
+  assert len({row.index(row.split()[1]) for row in rows}) > 1
+  assert table == ("  eval_loss                   2.294\n"
+                   "  eval_accuracy              0.1806\n"
+                   "  eval_ema_accuracy           1.000\n"
+                   "  corrupt_fog_3_accuracy  1.235e-05")
+  assert progress.metrics_table({}) == ""
+
+
 def test_eta_is_hours_minutes_seconds_and_the_rate_has_three_digits():
   assert progress.duration(0) == "0:00:00"
   assert progress.duration(59.6) == "0:01:00"

@@ -9,9 +9,10 @@ a link to this folder. Modules without `get_config` (`common`, `cifar_recipes`,
 
 from __future__ import annotations
 
+import ast
 import os
 
-__all__ = ["recipe_names", "recipe_path"]
+__all__ = ["recipe_names", "recipe_path", "recipe_summary"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -37,3 +38,15 @@ def recipe_path(name: str) -> str:
     raise ValueError(f"unknown recipe {name!r}; the shipped recipes are "
                      f"{', '.join(recipe_names())} (or pass a config file path)")
   return os.path.join(_HERE, f"{name}.py")
+
+
+def recipe_summary(name: str) -> str:
+  """The first paragraph of recipe `name`'s docstring, as one line (read with
+  `ast`, without importing the recipe: no JAX or TensorFlow).
+
+  Raises:
+    ValueError: `name` is not a shipped recipe (as `recipe_path`).
+  """
+  with open(recipe_path(name), encoding="utf-8") as f:
+    docstring = ast.get_docstring(ast.parse(f.read())) or ""
+  return " ".join(docstring.split("\n\n")[0].split())

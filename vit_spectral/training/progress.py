@@ -59,6 +59,19 @@ def format_metrics(metrics: Mapping[str, float]) -> str:
                    for name, value in sorted(metrics.items()))
 
 
+def metrics_table(metrics: Mapping[str, float], indent: int = 2) -> str:
+  """One `name  value` row per metric, in the mapping's order, names padded
+  to one column and values (4 significant digits, `significant`) right-aligned
+  in the next: a run's final metrics (`main`) and `vit-spectral-evaluate`'s."""
+  if not metrics:
+    return ""
+  names = [str(name) for name in metrics]
+  values = [significant(float(value)) for value in metrics.values()]
+  name_width, value_width = max(map(len, names)), max(map(len, values))
+  return "\n".join(f"{' ' * indent}{name:<{name_width}}  {value:>{value_width}}"
+                   for name, value in zip(names, values))
+
+
 def fit(fields: Sequence[tuple[int, str]], width: int) -> str:
   """The fields' texts joined in order, the least important dropped until
   the line fits in `width` columns (the first field is kept, cut if it must
