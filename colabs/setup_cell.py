@@ -23,7 +23,14 @@ if ROOT is None:
                       else pathlib.Path.home() / "vit_spectral")
   SOURCE = f"a clone of {REPO_URL}"
   if not ROOT.exists():
-    subprocess.run(["git", "clone", "--depth=1", REPO_URL, str(ROOT)], check=True)
+    cloned = subprocess.run(["git", "clone", "--depth=1", REPO_URL, str(ROOT)],
+                            capture_output=True, text=True)
+    if cloned.returncode != 0:
+      raise SystemExit(
+          f"Could not clone {REPO_URL}: {(cloned.stderr.strip().splitlines() or ['git failed'])[-1]}\n"
+          "Without the network, or if the repository has moved: upload a checkout of "
+          f"vit_spectral to {ROOT} (or open this notebook from inside one) and run this "
+          "cell again; or set REPO_URL above to where the repository now lives.")
   subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", f"{ROOT}[notebooks]"],
                  check=True)
 sys.path.insert(0, str(ROOT))
