@@ -132,6 +132,17 @@ def test_a_run_left_by_an_exception_is_marked_failed_and_a_preemption_preempting
   assert wandb_records.history(path) == {3: {"train_loss": 1.0}}
 
 
+def test_wandb_dir_takes_w_and_b_files_elsewhere_and_the_id_stays_in_the_workdir(
+    tmp_path, monkeypatch):
+  elsewhere = tmp_path / "elsewhere"
+  monkeypatch.setenv("WANDB_DIR", str(elsewhere))
+  with wandb_writer.run_writer(OFFLINE, str(tmp_path / "workdir")) as writer:
+    writer.write_scalars(1, {"train_loss": 1.0})
+  assert not (tmp_path / "workdir" / "wandb").exists()
+  assert wandb_records.history(_only_run_file(elsewhere)) == {1: {"train_loss": 1.0}}
+  assert wandb_writer.stored_run_id(str(tmp_path / "workdir"))
+
+
 def test_without_a_project_there_is_no_w_and_b_run_and_no_id(tmp_path):
   with wandb_writer.run_writer(LoggingSettings(), str(tmp_path)) as writer:
     writer.write_scalars(1, {"train_loss": 1.0})

@@ -1,8 +1,8 @@
 """A Weights & Biases metric writer beside clu's default one (`config.logging.wandb`).
 
-    writer = wandb_writer.run_writer(settings.logging, workdir, config)
-    # clu's default writer (TensorBoard + logging), and on process 0 with
-    # config.logging.wandb set a `WandbWriter` too (clu's MultiWriter)
+    with wandb_writer.run_writer(settings.logging, workdir, config) as writer:
+      ...  # clu's default writer (TensorBoard + logging), and on process 0
+           # with config.logging.wandb set a `WandbWriter` too (clu's MultiWriter)
 
 wandb is imported only when `logging.wandb` is set (`import_wandb`: one line
 naming the extra when it is not installed). A resumed run continues the same
@@ -10,7 +10,8 @@ W&B run: the first run of a workdir draws a run id and stores it in
 `<workdir>/wandb_run_id`; every later run there passes that id with
 `resume="allow"` (offline, each run writes its own `wandb/offline-run-*-<id>/`,
 and `wandb sync` uploads them into the one run, in the order they started).
-W&B's files go to the workdir (`wandb/`) unless WANDB_DIR names another folder.
+W&B's files go to the workdir (`wandb/`) unless WANDB_DIR names another folder
+(a remote workdir, gs://..., leaves them to W&B's default: ./wandb).
 """
 
 from __future__ import annotations
@@ -70,6 +71,15 @@ def _run_id(workdir: str) -> str:
   run_id = "".join(secrets.choice(_ID_CHARACTERS) for _ in range(_ID_LENGTH))
   (epath.Path(workdir) / RUN_ID_FILE).write_text(run_id + "\n")
   return run_id
+
+
+def _files_dir(workdir: str) -> str | None:
+  """Where W&B writes its files (in `wandb/` there): WANDB_DIR when set, else
+  the workdir, unless that is remote (gs://...: W&B writes local files) and
+  W&B's default (the current directory) holds. Read at each start, as W&B
+  itself reads WANDB_DIR only once per process."""
+  chosen = os.environ.get("WANDB_DIR") or workdir
+  return None if "://" in chosen else chosen
 
 
 class WandbWriter(interface.MetricWriter):
@@ -155,7 +165,7 @@ def start_run(settings: LoggingSettings, workdir: str, config: Any = None) -> Wa
         name=settings.run_name(workdir), tags=list(settings.wandb_tags) or None,
         id=run_id, resume="allow",
         config=None if config is None else resume.config_dict(config),
-        dir=None if os.environ.get("WANDB_DIR") else workdir,
+        dir=_files_dir(workdir),
         # The progress line and the run's log file keep the console; W&B
         # capturing stdout would record every redraw of the progress line.
         settings=wandb.Settings(console="off"))
