@@ -38,7 +38,7 @@ __all__ = ["INSTALL_COMMAND", "RUN_ID_FILE", "WandbWriter", "check_installed", "
 
 INSTALL_COMMAND = 'pip install "vit_spectral[wandb]"'
 RUN_ID_FILE = "wandb_run_id"  # in the workdir: the W&B run a resume continues
-_ID_CHARACTERS = string.ascii_lowercase + string.digits  # what W&B ids allow, and more
+_ID_CHARACTERS = string.ascii_lowercase + string.digits  # a subset of what W&B ids allow
 _ID_LENGTH = 8
 
 
@@ -88,7 +88,7 @@ class WandbWriter(interface.MetricWriter):
   Values written for one step (train and eval metrics, say) become one row of
   the run's history, at that step. W&B keeps steps increasing: a step written
   again (after a rollback, or a resume from a checkpoint before the last step
-  logged) is dropped with W&B's warning, where TensorBoard keeps both.
+  logged) is dropped with W&B's warning; the TensorBoard files hold both writes.
   """
 
   def __init__(self, run: Any, wandb: Any):
