@@ -158,7 +158,7 @@ def _tiny_config(*overrides: tuple[str, str]):
   return config
 
 
-@pytest.mark.extended  # two training runs: 32 s on 2 shared CPU cores
+@pytest.mark.extended  # two training runs: 17-32 s on 2 shared CPU cores
 def test_a_digits_run_logs_to_w_and_b_what_tensorboard_holds(tmp_path):
   """`--config.logging.wandb=...` on a recipe: every scalar of every step in
   the TensorBoard event files is in the W&B run's history, equal."""
