@@ -19,6 +19,7 @@ from vit_spectral.models.build import ModelSpec
 from vit_spectral.training import diagnostics, durations, init_from, mixing, optim, robustness, sharding
 from vit_spectral.training import steps
 from vit_spectral.training.train_state import TrainState
+from vit_spectral.sections.logging import LoggingSettings
 from vit_spectral.sections.run import RunSettings, run_settings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -201,6 +202,7 @@ def test_config_sections_take_the_settings_defaults():
       (common.base_config().init_from, init_from.InitFromSettings()),
       (common.base_config().mesh, sharding.MeshSettings()),
       (common.base_config().diagnostics, diagnostics.DiagnosticsSettings()),
+      (common.base_config().logging, LoggingSettings()),
   ]
   for config, defaults in checks:
     assert settings.from_config(type(defaults), config) == defaults
@@ -211,7 +213,7 @@ def test_config_sections_take_the_settings_defaults():
     value = base[field.name]
     assert (tuple(value) if isinstance(value, (list, tuple)) else value) == field.default, field.name
   assert set(base.keys()) == set(run_fields) | {"mixup", "robustness", "init_from", "mesh",
-                                                "diagnostics"}
+                                                "diagnostics", "logging"}
   # The model section at its defaults builds the ViT at its defaults.
   shape = dict(hidden_size=16, depth=2, patch_size=2)
   built = build_model(common.model_config(num_heads=2, mlp_dim=32, **shape), num_classes=3)
@@ -228,6 +230,7 @@ def test_config_sections_take_the_settings_defaults():
     ("optim.grad_clip_norm", "0.5", 0.5),
     ("robustness.dataset", "cifar10_corrupted", "cifar10_corrupted"),
     ("robustness.every", "100", 100),
+    ("logging.wandb", "my_project", "my_project"),
     ("optim.warmup_epochs", "2.5", 2.5),
     ("num_epochs", "300", 300.0),
     ("model.variant", "S/2", "S/2"),

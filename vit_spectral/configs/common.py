@@ -25,6 +25,7 @@ from vit_spectral.sections.mix import MixSettings
 from vit_spectral.sections.optim import OptimSettings
 from vit_spectral.sections.robustness import robustness_config
 from vit_spectral.sections.diagnostics import DiagnosticsSettings
+from vit_spectral.sections.logging import LoggingSettings
 from vit_spectral.sections.run import RunSettings
 from vit_spectral.sections.mesh import MeshSettings
 
@@ -144,12 +145,13 @@ def deit_augmentation(config: ml_collections.ConfigDict, *,
 def base_config() -> ml_collections.ConfigDict:
   """Trainer fields shared by every recipe (`vit_spectral.sections.run.
   RunSettings`; durations in steps) and the training sections at their
-  defaults (Mixup/CutMix, corruption evaluation, init_from and the training
-  diagnostics off)."""
+  defaults (Mixup/CutMix, corruption evaluation, init_from, the training
+  diagnostics and W&B logging off)."""
   config = settings.defaults_config(RunSettings)  # the recipe sets its length
   config.mixup = mixup_config()
   config.robustness = robustness_config()
   config.init_from = init_from_config()
   config.mesh = settings.to_config(MeshSettings)
   config.diagnostics = settings.to_config(DiagnosticsSettings)
+  config.logging = settings.to_config(LoggingSettings)
   return config

@@ -11,6 +11,7 @@ its fields, their defaults and the checks that need no device.
   init_from    config.init_from (`InitFromSettings`)
   diagnostics  config.diagnostics (`DiagnosticsSettings`)
   robustness   config.robustness (`RobustnessSettings`)
+  logging      config.logging (`LoggingSettings`: W&B beside TensorBoard)
 
 `config.model` is `models.build`'s (`ModelSpec`). No module here imports
 TensorFlow, and only `run` imports JAX and Flax (through `models.build`, for
@@ -19,5 +20,5 @@ TensorFlow, and only `run` imports JAX and Flax (through `models.build`, for
 imported on use (`from vit_spectral.sections import optim`).
 """
 
-__all__ = ["augment", "diagnostics", "init_from", "input", "mesh", "mix", "optim", "robustness",
-           "run"]
+__all__ = ["augment", "diagnostics", "init_from", "input", "logging", "mesh", "mix", "optim",
+           "robustness", "run"]

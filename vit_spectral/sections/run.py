@@ -1,7 +1,7 @@
 """The trainer's own settings, and every training section read at once.
 
 A config holds sections (`input`, `model`, `optim`, `mixup`, `robustness`,
-`init_from`, `mesh`, `diagnostics`), each declared in this package
+`init_from`, `mesh`, `diagnostics`, `logging`), each declared in this package
 (`config.model` in `models.build`), beside top-level fields that the trainer
 reads. `RunSettings` is the one definition of those: fields,
 defaults and checks. Each duration may be given in steps or in epochs, never
@@ -24,6 +24,7 @@ from vit_spectral.names import did_you_mean
 from vit_spectral.sections.diagnostics import DiagnosticsSettings
 from vit_spectral.sections.init_from import InitFromSettings
 from vit_spectral.sections.input import InputSettings, input_settings
+from vit_spectral.sections.logging import LoggingSettings
 from vit_spectral.sections.mesh import MeshSettings
 from vit_spectral.sections.mix import MixSettings
 from vit_spectral.sections.optim import OptimSettings
@@ -161,6 +162,7 @@ class TrainingSettings:
   init_from: InitFromSettings
   mesh: MeshSettings
   diagnostics: DiagnosticsSettings
+  logging: LoggingSettings
   config: Any = dataclasses.field(default=None, compare=False, repr=False)
 
 
@@ -170,7 +172,7 @@ def training_settings(config: Any) -> TrainingSettings:
   `models.build.ModelSpec`."""
   known = {*settings_lib.field_names(RunSettings), "input", "model", *(
       cls.SECTION for cls in (OptimSettings, MixSettings, RobustnessSettings, InitFromSettings,
-                           MeshSettings, DiagnosticsSettings))}
+                           MeshSettings, DiagnosticsSettings, LoggingSettings))}
   unknown = sorted(set(config.keys()) - known)
   settings_lib.require(not unknown, f"config has unknown fields {unknown}"
                        f"{did_you_mean(unknown[0], known) if unknown else ''}; the fields "
@@ -180,7 +182,8 @@ def training_settings(config: Any) -> TrainingSettings:
               for name, cls in (("optim", OptimSettings), ("mixup", MixSettings),
                                 ("robustness", RobustnessSettings),
                                 ("init_from", InitFromSettings), ("mesh", MeshSettings),
-                                ("diagnostics", DiagnosticsSettings))}
+                                ("diagnostics", DiagnosticsSettings),
+                                ("logging", LoggingSettings))}
   settings_lib.require("model" in config, "config.model is missing")
   return TrainingSettings(model=model_spec(config.model), run=run_settings(config),
                           input=input_settings(config.input), config=config, **sections)

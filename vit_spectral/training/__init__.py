@@ -12,6 +12,7 @@
   sharding        mesh, parameter and batch shardings
   run_log         the run's log file; on a terminal, INFO lines go only there
   progress        the terminal's progress line (step, loss, accuracy, steps/s, ETA)
+  wandb_writer    the metric writers: clu's default, and W&B with `config.logging.wandb`
   config_checks   builds every section, cross-section checks, eval_shape of init
   distributed     jax.distributed.initialize from the command line's cluster flags
   device_prefetch keeps the next global batches transferred ahead of the step
@@ -27,5 +28,5 @@ are imported on use (`from vit_spectral.training import trainer`).
 __all__ = [
     "config_checks", "device_prefetch", "distributed", "durations", "ema", "init_from",
     "mixing", "optim", "progress", "robustness", "run_log", "sharding", "steps",
-    "train_state", "trainer",
+    "train_state", "trainer", "wandb_writer",
 ]

@@ -18,8 +18,9 @@ reads. Recipe options (all off by default): `config.mixup` (`mixing`),
 `config.robustness` (`robustness`; corruption accuracies at the end),
 `config.init_from` (`init_from`; a run without checkpoints of its own starts
 from pretrained weights, `initial_state`), `config.diagnostics` (`diagnostics`;
-per-layer scalars of the papers on fixed eval images), epoch-valued cadences
-(`durations`).
+per-layer scalars of the papers on fixed eval images), `config.logging`
+(`wandb_writer`; a Weights & Biases run beside TensorBoard, continued on a
+resume), epoch-valued cadences (`durations`).
 
 Output: the metric writer's lines (absl INFO) and the run's log file
 (`run_log`); on a terminal, INFO goes to the log file only and process 0
@@ -41,7 +42,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from absl import logging
-from clu import metric_writers, periodic_actions
+from clu import periodic_actions
 from etils import epath
 from jax.experimental import multihost_utils
 
@@ -51,7 +52,7 @@ from vit_spectral.training import durations, init_from, mixing, robustness, run_
 from vit_spectral.durability import resume
 from vit_spectral.training import device_prefetch, diagnostics
 from vit_spectral.durability import preemption, stream_state
-from vit_spectral.training import progress
+from vit_spectral.training import progress, wandb_writer
 from vit_spectral.durability import workdir_lock
 from vit_spectral import backends, errors
 from vit_spectral.data import input_pipeline
@@ -310,7 +311,8 @@ def train_and_evaluate(settings: TrainingSettings | Any, workdir: str,
   is converted here, once.
 
   Order of business: everything that can be checked without the workdir
-  (config, mesh, data set, durations: `set_up`), then the workdir's lock (one
+  (config, mesh, data set, durations: `set_up`; wandb installed, with
+  `config.logging.wandb`), then the workdir's lock (one
   run per workdir), then the resume checks against the workdir's checkpoints
   and `config.json` (`resume`), and only then writes.
 
@@ -331,6 +333,7 @@ def train_and_evaluate(settings: TrainingSettings | Any, workdir: str,
   # On a terminal from here on: INFO to the log file only, a progress line.
   with run_log.terminal() as line:
     setup = set_up(settings, devices)
+    wandb_writer.check_installed(setup.sections.logging)
     # Leaving, in this order: a checkpoint save still in flight completes, the
     # log file gets any traceback, the lock is released, the progress line ends.
     with (workdir_lock.hold(workdir), run_log.to_file(workdir),
@@ -385,8 +388,9 @@ def _train(setup: RunSetup, workdir: str, leaving: contextlib.ExitStack,
   # step (an out-of-memory first step must not replace config.json).
   record_config = functools.partial(resume.record_config, config, workdir, previous_config,
                                     start_step=start_step)
-  writer = metric_writers.create_default_writer(
-      workdir, just_logging=jax.process_index() > 0)
+  # TensorBoard and logging, and W&B with config.logging.wandb (process 0);
+  # leaving closes them (a W&B run left by an exception is marked failed).
+  writer = leaving.enter_context(wandb_writer.run_writer(sections.logging, workdir, config))
 
   def batches_after(step: int, position: stream_state.StreamState):
     """The batches of steps step + 1 ... total_steps from `position`, each on
