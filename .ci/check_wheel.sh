@@ -5,8 +5,9 @@
 # then, from a directory outside the checkout, imports every public module,
 # loads every recipe, builds every registered model (.ci/check_installed.py)
 # and trains a few steps of the digits recipe with the installed
-# `vit-spectral-train` (the recipe ships inside the wheel), then analyses that
-# run with the installed `vit-spectral-analyse`.
+# `vit-spectral-train` (the recipe ships inside the wheel), then evaluates and
+# analyses that run with the installed `vit-spectral-evaluate` and
+# `vit-spectral-analyse`, and lists the registries with `vit-spectral-list`.
 #
 #   bash .ci/check_wheel.sh
 #
@@ -71,3 +72,18 @@ for name in diagnosis.csv diagnosis.json layers.png spectrum.png; do
   fi
 done
 elapsed "analysed that run with the installed vit-spectral-analyse: $(ls "$TMP/analysis" | tr '\n' ' ')"
+evaluation="$("$TMP/venv/bin/vit-spectral-evaluate" --workdir="$TMP/workdir")"
+if ! grep -q "eval_accuracy" <<<"$evaluation"; then
+  echo "vit-spectral-evaluate printed no eval_accuracy:" >&2
+  echo "$evaluation" >&2
+  exit 1
+fi
+elapsed "evaluated its checkpoint with the installed vit-spectral-evaluate"
+listing="$("$TMP/venv/bin/vit-spectral-list")"
+for name in Ti/16 attn_scale hopfield digits_vit; do
+  if ! grep -q "$name" <<<"$listing"; then
+    echo "vit-spectral-list does not list $name" >&2
+    exit 1
+  fi
+done
+elapsed "listed models, attention variants, backbones and recipes with the installed vit-spectral-list"
