@@ -202,24 +202,6 @@ def _default_split(dataset: str) -> str:
   return "validation" if dataset.split(":")[0] == "imagenet2012" else "test"
 
 
-def _timm_transform(name: str, image_size: int | None):
-  from vit_spectral.data.analysis_images import EvalTransform
-  from vit_spectral.pretrained import timm_preprocessing
-  pre = timm_preprocessing(name)
-  if pre.interpolation not in ("bilinear", "bicubic"):
-    raise ValueError(f"{name} was evaluated with {pre.interpolation!r} resizing; the "
-                     "input pipeline has bilinear and bicubic")
-  return EvalTransform(size=image_size or int(pre.input_size[0]), crop_fraction=pre.crop_pct,
-                       method=pre.interpolation, mean=tuple(pre.mean), std=tuple(pre.std))
-
-
-def _big_vision_transform(size: int):
-  from vit_spectral.data.analysis_images import EvalTransform
-  # big_vision's ViT evaluation: value_range(-1, 1) after a resize to the side.
-  return EvalTransform(size=size, crop_fraction=None, method="bilinear", mean=(0.5,),
-                       std=(0.5,))
-
-
 def _images(args, transform, config=None) -> tuple[np.ndarray, str]:
   """(N, H, W, C) model inputs and what they are: a folder, a data set, or a
   run's own eval images (`config`: the run's, for --workdir)."""
@@ -249,6 +231,7 @@ def _load(args) -> dict[str, Any]:
                 source={"workdir": os.path.abspath(args.workdir), "step": run.step,
                         "params": run.params})
   from vit_spectral import errors
+  from vit_spectral.data import analysis_images
   from vit_spectral.pretrained import loading as pretrained
   try:
     if args.timm:
@@ -262,10 +245,10 @@ def _load(args) -> dict[str, Any]:
         f"--weights={args.weights} is not a {args.timm or args.big_vision} checkpoint: "
         f"{e}") from e
   if args.timm:
-    transform = _timm_transform(args.timm, args.image_size)
+    transform = analysis_images.timm_transform(args.timm, args.image_size)
     source = {"timm": args.timm, "weights": os.path.abspath(args.weights)}
   else:
-    transform = _big_vision_transform(args.image_size or 224)
+    transform = analysis_images.big_vision_transform(args.image_size or 224)
     source = {"big_vision": args.big_vision, "weights": os.path.abspath(args.weights)}
   images, described = _images(args, transform)
   return dict(model=model, variables=variables, images=images, images_from=described, seed=0,

@@ -5,8 +5,7 @@ evaluated (`vit-spectral-analyse`).
     model, variables, config = analysis.load_workdir("workdir/digits_vit")
     images = data.eval_images(config.input, num_images=64)        # (64, 8, 8, 1)
 
-    transform = EvalTransform(size=224, crop_fraction=0.875, method="bicubic",
-                              mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225))
+    transform = timm_transform("deit_small_patch16_224")   # as timm evaluated it
     images = transform(folder_images("my_images/", count=64))     # (N, 224, 224, 3)
 
 The transform is the eval path of the input pipeline (`data.preprocessing`:
@@ -26,8 +25,8 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["EvalTransform", "IMAGE_SUFFIXES", "dataset_images", "eval_images", "eval_transform",
-           "folder_images"]
+__all__ = ["EvalTransform", "IMAGE_SUFFIXES", "big_vision_transform", "dataset_images",
+           "eval_images", "eval_transform", "folder_images", "timm_transform"]
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 _LUMA = np.array([0.299, 0.587, 0.114])
@@ -83,6 +82,30 @@ def eval_transform(cfg) -> EvalTransform:
   return EvalTransform(size=int(cfg.image_size), crop_fraction=crop,
                        method=cfg.eval_resize_method, mean=tuple(cfg.mean), std=tuple(cfg.std),
                        channels=len(cfg.mean))
+
+
+def timm_transform(name: str, image_size: int | None = None) -> EvalTransform:
+  """The eval preprocessing timm's pretrained cfg gives `name`
+  (`pretrained.timm_preprocessing`: side, crop, interpolation, mean, std);
+  `image_size` another side.
+
+  Raises:
+    ValueError: an unknown name, or a resizing the input pipeline lacks.
+  """
+  from vit_spectral.pretrained import timm_preprocessing
+
+  pre = timm_preprocessing(name)
+  if pre.interpolation not in ("bilinear", "bicubic"):
+    raise ValueError(f"{name} was evaluated with {pre.interpolation!r} resizing; the "
+                     "input pipeline has bilinear and bicubic")
+  return EvalTransform(size=image_size or int(pre.input_size[0]), crop_fraction=pre.crop_pct,
+                       method=pre.interpolation, mean=tuple(pre.mean), std=tuple(pre.std))
+
+
+def big_vision_transform(size: int = 224) -> EvalTransform:
+  """big_vision's ViT evaluation: a resize to `size`², values in [-1, 1]."""
+  return EvalTransform(size=size, crop_fraction=None, method="bilinear", mean=(0.5,),
+                       std=(0.5,))
 
 
 def eval_images(cfg, num_images: int = 64, *, split: str | None = None) -> np.ndarray:
