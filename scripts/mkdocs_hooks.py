@@ -20,6 +20,7 @@ import os
 import re
 import sys
 import tomllib
+import typing
 
 from mkdocs.structure.files import File
 
@@ -91,10 +92,9 @@ def sections_page() -> str:
            "below is a section of the config (`run` holds the top-level fields), declared "
            "once, with its defaults and checks.", "",
            "| config | declared by |", "| --- | --- |"]
+  types = typing.get_type_hints(run.TrainingSettings)
   for field in dataclasses.fields(run.TrainingSettings):
-    kind = field.type if isinstance(field.type, type) else None
-    if kind is None:
-      kind = getattr(run, str(field.type), None)
+    kind = types[field.name]
     if not isinstance(kind, type) or not kind.__module__.startswith(PACKAGE):
       continue  # `config`: the ConfigDict itself
     where = "top-level fields" if field.name == "run" else f"`config.{field.name}`"

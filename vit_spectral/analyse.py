@@ -51,6 +51,7 @@ from typing import Any, Sequence
 import numpy as np
 from absl import flags
 
+from vit_spectral import errors
 from vit_spectral.main import flags_help, wants_help
 from vit_spectral.workdir import PARAMS_CHOICES
 
@@ -58,7 +59,6 @@ __all__ = ["FLAG_NAMES", "UsageError", "check_paths", "default_out", "help_text"
            "parse_args", "run"]
 
 PROG = "vit-spectral-analyse"
-USAGE_EXIT_CODE = 2        # a mistake on the command line (train.py's too)
 SOURCES = ("workdir", "timm", "big_vision")
 
 
@@ -193,7 +193,7 @@ def parse_args(argv: Sequence[str] | None = None) -> types.SimpleNamespace:
     _check(args)
   except UsageError as e:
     print(f"{PROG}: error: {e}", file=sys.stderr)
-    sys.exit(USAGE_EXIT_CODE)
+    sys.exit(errors.USAGE_EXIT_CODE)
   args.out = args.out or default_out(args)
   return args
 
@@ -230,7 +230,6 @@ def _load(args) -> dict[str, Any]:
                 seed=int(run.config.get("seed", 0)),
                 source={"workdir": os.path.abspath(args.workdir), "step": run.step,
                         "params": run.params})
-  from vit_spectral import errors
   from vit_spectral.data import analysis_images
   from vit_spectral.pretrained import loading as pretrained
   try:
@@ -335,8 +334,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UsageError(f"--metrics: {str(e).removeprefix('diagnose metrics: ')}") from None
   except UsageError as e:
     print(f"{PROG}: error: {e}", file=sys.stderr)
-    return USAGE_EXIT_CODE
-  from vit_spectral import errors
+    return errors.USAGE_EXIT_CODE
   try:
     loaded = _load(args)
     diagnoses = _diagnoses(loaded, args)

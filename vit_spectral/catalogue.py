@@ -98,13 +98,8 @@ def attention_entries() -> list[Entry]:
 
 def model_entries() -> list[Entry]:
   """Every registered model name: its class and fields."""
-  from vit_spectral.models import backbone  # pylint: disable=import-outside-toplevel
-  entries = []
-  for name in backbone.registered_model_names():
-    cls, fields = backbone.model_entry(name)
-    entries.append(Entry(name, f"{cls.__name__}: " + ", ".join(
-        f"{key}={value}" for key, value in fields.items())))
-  return entries
+  from vit_spectral import registries  # pylint: disable=import-outside-toplevel
+  return [Entry(name, f"{cls}: {fields}") for name, cls, fields in registries.model_rows()]
 
 
 def backbone_entries() -> list[Entry]:

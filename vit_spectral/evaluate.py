@@ -33,7 +33,6 @@ import dataclasses
 import json
 import os
 import sys
-import textwrap
 from typing import Any, NamedTuple, Sequence
 
 from absl import flags, logging
@@ -174,15 +173,6 @@ def with_split(sections, split: str | None):
 
 # --- The evaluation -------------------------------------------------------------
 
-def _on_devices(host_tree: Any, shardings: Any) -> Any:
-  """Host arrays laid out with `shardings` (each process fills its own shards)."""
-  import jax  # pylint: disable=import-outside-toplevel
-  return jax.tree_util.tree_map(
-      lambda value, where: jax.make_array_from_callback(
-          value.shape, where, lambda index: value[index]),
-      host_tree, shardings)
-
-
 def evaluate_workdir(workdir: str, *, step: int | None = None, params: str = "auto",
                      split: str | None = None, devices=None) -> Evaluation:
   """Evaluates a workdir's checkpoint as the trainer's final evaluation does.
@@ -204,7 +194,7 @@ def evaluate_workdir(workdir: str, *, step: int | None = None, params: str = "au
   config = read_config(workdir)
   step = checkpoint_step(workdir, step)
   from vit_spectral.durability import checkpointing, resume  # pylint: disable=import-outside-toplevel
-  from vit_spectral.training import config_checks, trainer  # pylint: disable=import-outside-toplevel
+  from vit_spectral.training import config_checks, sharding, trainer  # pylint: disable=import-outside-toplevel
   from vit_spectral.training.train_state import TrainState  # pylint: disable=import-outside-toplevel
   try:
     sections = config_checks.check_config(config)
@@ -223,10 +213,11 @@ def evaluate_workdir(workdir: str, *, step: int | None = None, params: str = "au
         f"the checkpoint at step {step} does not fit {os.path.join(workdir, CONFIG_NAME)} "
         f"(the config of the workdir's latest run): {'; '.join(differences[:3])}")
   shardings = setup.steps.state_sharding.params
-  raw = None if params == "ema" else _on_devices(stored["params"], shardings)
+  raw = None if params == "ema" else sharding.place(stored["params"], shardings)
   keeps_ema = stored.get("ema_params") is not None
   check_params(params, keeps_ema, workdir)   # config.json may postdate the step
-  ema = _on_devices(stored["ema_params"], shardings) if keeps_ema and params != "raw" else None
+  ema = (sharding.place(stored["ema_params"], shardings) if keeps_ema and params != "raw"
+         else None)
   state = TrainState(step=step, params=raw, opt_state=None, ema_params=ema)
   eval_step, input_config, mesh = setup.steps.eval_step, setup.sections.input, setup.mesh
   if params == "ema":
@@ -252,15 +243,9 @@ HELP_FLAGS = ("-h", "-?", "--help", "--helpshort", "--helpfull")
 
 
 def help_text() -> str:
-  """The module docstring and the flags."""
-  lines = [__doc__.strip(), "", "Flags:"]
-  for name in CommandLine._fields:
-    flag = FLAG_VALUES[name]
-    default = "" if flag.default is None else f" (default: {flag.default_as_str})"
-    lines.append(f"  --{name}")
-    lines.extend(textwrap.wrap(flag.help + default, 78, initial_indent="      ",
-                               subsequent_indent="      "))
-  return "\n".join(lines)
+  """The module docstring and the flags (listed as train.py's: `main.flags_help`)."""
+  from vit_spectral.main import flags_help  # pylint: disable=import-outside-toplevel
+  return "\n".join([__doc__.strip(), "", *flags_help(FLAG_VALUES, CommandLine._fields)])
 
 
 def parse(argv: Sequence[str]) -> list[str]:

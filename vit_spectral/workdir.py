@@ -95,7 +95,9 @@ def load_workdir(path: str, *, params: str = "auto", step: int | None = None):
     `config.json` as a ConfigDict.
 
   Raises:
+    FileNotFoundError: as `read_workdir`.
     ValueError: as `read_workdir`.
+    errors.CheckpointReadError: as `read_workdir`.
   """
   run = read_workdir(path, params=params, step=step)
   return run.model, run.variables, run.config

@@ -166,24 +166,24 @@ class TrainingSettings:
   config: Any = dataclasses.field(default=None, compare=False, repr=False)
 
 
+# The sections a config may leave out (their defaults then), each at its SECTION.
+OPTIONAL_SECTIONS = (OptimSettings, MixSettings, RobustnessSettings, InitFromSettings,
+                     MeshSettings, DiagnosticsSettings, LoggingSettings)
+
+
 def training_settings(config: Any) -> TrainingSettings:
   """Converts (and so checks) the top level and every training section of
   `config`; an absent section takes its defaults; `config.model` becomes a
   `models.build.ModelSpec`."""
-  known = {*settings_lib.field_names(RunSettings), "input", "model", *(
-      cls.SECTION for cls in (OptimSettings, MixSettings, RobustnessSettings, InitFromSettings,
-                           MeshSettings, DiagnosticsSettings, LoggingSettings))}
+  known = {*settings_lib.field_names(RunSettings), "input", "model",
+           *(cls.SECTION for cls in OPTIONAL_SECTIONS)}
   unknown = sorted(set(config.keys()) - known)
   settings_lib.require(not unknown, f"config has unknown fields {unknown}"
                        f"{did_you_mean(unknown[0], known) if unknown else ''}; the fields "
                        f"are {sorted(known)}")
   settings_lib.require("input" in config, "config.input is missing")
-  sections = {name: settings_lib.from_config(cls, config.get(cls.SECTION))
-              for name, cls in (("optim", OptimSettings), ("mixup", MixSettings),
-                                ("robustness", RobustnessSettings),
-                                ("init_from", InitFromSettings), ("mesh", MeshSettings),
-                                ("diagnostics", DiagnosticsSettings),
-                                ("logging", LoggingSettings))}
+  sections = {cls.SECTION: settings_lib.from_config(cls, config.get(cls.SECTION))
+              for cls in OPTIONAL_SECTIONS}
   settings_lib.require("model" in config, "config.model is missing")
   return TrainingSettings(model=model_spec(config.model), run=run_settings(config),
                           input=input_settings(config.input), config=config, **sections)

@@ -239,6 +239,15 @@ def tree_shardings(tree: Any, mesh: Mesh,
   return jax.tree_util.tree_map_with_path(leaf_sharding, tree)
 
 
+def place(host_tree: Any, shardings: Any) -> Any:
+  """Host arrays (whole, on every process) laid out with `shardings` (a tree of
+  the same structure): each process fills its own shards."""
+  return jax.tree_util.tree_map(
+      lambda value, where: jax.make_array_from_callback(
+          value.shape, where, lambda index: value[index]),
+      host_tree, shardings)
+
+
 @contextlib.contextmanager
 def blocks_split_by_batch(mesh: Mesh) -> Iterator[None]:
   """While a model is traced in this context, every encoder `Block` pins the

@@ -237,10 +237,7 @@ def initial_state(settings: init_from.InitFromSettings, jitted: ShardedSteps) ->
   for line in report.lines():
     (logging.warning if line.startswith("unused") else logging.info)(
         "init_from %s (%s): %s", settings.path, settings.format, line)
-  placed = jax.tree_util.tree_map(
-      lambda value, where: jax.make_array_from_callback(
-          value.shape, where, lambda index: value[index]),
-      params, jitted.state_sharding.params)
+  placed = sharding.place(params, jitted.state_sharding.params)
   return jax.jit(jitted.state_from_params, out_shardings=jitted.state_sharding)(placed)
 
 
