@@ -401,7 +401,7 @@ def variant_config(value_output: str, steps: int, depth: int = 4, width: int = 6
   return config
 
 
-def _analyse(model, params):
+def analyse(model, params):
   """Table 1 counts, HFC/LFC per layer and the asymmetry of H on the 360 test
   digits (`benchmarks/eigen_digits.py`'s measurements, through the cached
   forward of `probes.forward`)."""
@@ -426,7 +426,7 @@ def eigen_training(seeds, small):
     for seed in seeds:
       config = variant_config(variant, steps, depth, width)
       run = train(config, seed=seed, steps=steps, batch_size=64, record_every=every,
-                  record=_analyse)
+                  record=analyse)
       runs[(variant, seed)] = run
       print(f"[eigen_training] {variant} seed {seed}: acc {run.test_accuracy:.3f}", flush=True)
   setup = (f"Digits ViT (`configs/digits_vit.py`: depth {depth}, width {width}, 4 heads, 2×2 patches), "
