@@ -208,16 +208,22 @@ def summary_block(entries) -> str:
   return "\n".join([SUMMARY_BEGIN, kind_summary(entries), SUMMARY_END])
 
 
-def rendered(entries) -> dict[str, str]:
-  """{path: its text with the ledger rendered in} for the README and every page."""
-  def read(path):
+def page_texts() -> dict[str, str]:
+  """{path: its text now} of the README and every page the ledger is rendered into."""
+  texts = {}
+  for path in ("README.md", "docs/claims.md", *PAPER_PAGES.values()):
     with open(os.path.join(ledger.REPO, path), encoding="utf-8") as f:
-      return f.read()
-  out = {"README.md": replace_block(read("README.md"), summary_block(entries), SUMMARY_BEGIN,
+      texts[path] = f.read()
+  return texts
+
+
+def rendered(entries, texts: dict[str, str]) -> dict[str, str]:
+  """`texts` (`page_texts`) with the ledger rendered in."""
+  out = {"README.md": replace_block(texts["README.md"], summary_block(entries), SUMMARY_BEGIN,
                                     SUMMARY_END, "README.md"),
-         "docs/claims.md": replace_block(read("docs/claims.md"), ledger_block(entries))}
+         "docs/claims.md": replace_block(texts["docs/claims.md"], ledger_block(entries))}
   for paper, page in PAPER_PAGES.items():
-    out[page] = replace_paragraph(read(page), entries, paper)
+    out[page] = replace_paragraph(texts[page], entries, paper)
   return out
 
 
@@ -260,12 +266,9 @@ def main(argv=None) -> int:
     print(paper_markdown(args.paper, args.ledger))
     return 0
   entries = ledger.read(args.ledger)
-  pages = rendered(entries)
-  changed = []
-  for path, new in pages.items():
-    with open(os.path.join(ledger.REPO, path), encoding="utf-8") as f:
-      if f.read() != new:
-        changed.append(path)
+  texts = page_texts()
+  pages = rendered(entries, texts)
+  changed = [path for path, new in pages.items() if new != texts[path]]
   stale = [NOTEBOOKS[p] for p in ledger.PAPERS
            if not sync_notebook(p, args.ledger, check=args.check)]
   if args.check:
