@@ -52,7 +52,7 @@ import numpy as np
 from absl import flags
 
 from vit_spectral import errors
-from vit_spectral.main import flags_help, wants_help
+from vit_spectral.main import flags_help, parse_flags, wants_help
 from vit_spectral.workdir import PARAMS_CHOICES
 
 __all__ = ["FLAG_NAMES", "UsageError", "check_paths", "default_out", "help_text", "main",
@@ -179,15 +179,13 @@ def parse_args(argv: Sequence[str] | None = None) -> types.SimpleNamespace:
   _define_flags(flag_values)
   try:
     try:
-      rest = flag_values([PROG, *argv])
-    except flags.Error as e:
+      parse_flags(flag_values, [PROG, *argv], UsageError)
+    except UsageError:
       argparse_style = [a.split("=")[0] for a in argv if a.startswith("--no-")]
       if argparse_style:    # the spelling of this command before it took absl flags
         name = argparse_style[0][len("--no-"):]
         raise UsageError(f"{argparse_style[0]}: write --no{name} or --{name}=false") from None
-      raise UsageError(str(e).strip().splitlines()[0]) from None
-    if len(rest) > 1:
-      raise UsageError(f"unexpected arguments {rest[1:]} (flags are --name=value)")
+      raise
     args = types.SimpleNamespace(**{name: flag_values[name].value for name in FLAG_NAMES})
     args.given = {name for name in FLAG_NAMES if flag_values[name].present}
     _check(args)

@@ -39,6 +39,7 @@ from absl import flags, logging
 
 from vit_spectral import errors
 from vit_spectral.durability.resume import CONFIG_NAME
+from vit_spectral.main import flags_help, parse_flags
 from vit_spectral.training import progress
 from vit_spectral.workdir import PARAMS_CHOICES
 
@@ -244,7 +245,6 @@ HELP_FLAGS = ("-h", "-?", "--help", "--helpshort", "--helpfull")
 
 def help_text() -> str:
   """The module docstring and the flags (listed as train.py's: `main.flags_help`)."""
-  from vit_spectral.main import flags_help  # pylint: disable=import-outside-toplevel
   return "\n".join([__doc__.strip(), "", *flags_help(FLAG_VALUES, CommandLine._fields)])
 
 
@@ -256,14 +256,7 @@ def parse(argv: Sequence[str]) -> list[str]:
       one line.
   """
   FLAG_VALUES.unparse_flags()   # each parse starts from the defaults
-  try:
-    rest = FLAG_VALUES(list(argv))
-  except flags.Error as e:
-    lines = str(e).strip().splitlines()
-    raise EvaluateError(lines[0] if lines else type(e).__name__) from None
-  if len(rest) > 1:
-    raise EvaluateError(f"unexpected arguments {rest[1:]} (flags are --name=value)")
-  return rest
+  return parse_flags(FLAG_VALUES, argv, EvaluateError)
 
 
 def main(argv: Sequence[str]) -> int:

@@ -243,8 +243,27 @@ def parse_prepared(argv: Sequence[str], overrides: Sequence[tuple[str, str]],
     config_overrides.apply_overrides(flag_values["config"].value, overrides)
   except config_overrides.OverrideError as e:
     raise CommandLineError(str(e)) from None
+  check_no_leftovers(rest, CommandLineError)
+  return rest
+
+
+def check_no_leftovers(rest: Sequence[str], error: type[Exception]) -> None:
+  """Raises `error` (one line) for arguments left after the flags (`rest[0]`
+  is the program)."""
   if len(rest) > 1:
-    raise CommandLineError(f"unexpected arguments {rest[1:]} (flags are --name=value)")
+    raise error(f"unexpected arguments {list(rest[1:])} (flags are --name=value)")
+
+
+def parse_flags(flag_values: flags.FlagValues, argv: Sequence[str],
+                error: type[Exception]) -> list[str]:
+  """Parses `argv` (`argv[0]` the program) into `flag_values` for a command
+  without a config (`vit-spectral-evaluate`, `vit-spectral-analyse`): an
+  unknown flag, a bad value or a leftover argument raises `error` with one line."""
+  try:
+    rest = flag_values(list(argv))
+  except flags.Error as e:
+    raise error(_first_line(e)) from None
+  check_no_leftovers(rest, error)
   return rest
 
 
