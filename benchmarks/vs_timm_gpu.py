@@ -107,8 +107,9 @@ RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "v
 
 
 def check_no_tensorflow(where: str) -> None:
-  """SystemExit with one line if anything imported TensorFlow by `where`."""
-  if "tensorflow" in sys.modules:
+  """SystemExit with one line if anything imported TensorFlow by `where` (a
+  None entry in sys.modules is a blocked import, not an import)."""
+  if sys.modules.get("tensorflow") is not None:
     raise SystemExit(f"error: tensorflow was imported ({where}); nothing on "
                      "benchmarks/vs_timm_gpu.py's path may import it (a lent GPU machine "
                      "has none, and it would take GPU memory)")

@@ -22,16 +22,31 @@ TINY = ["--models=Ti", "--image=16", "--patch=8", "--depth=1", "--batch=8", "--d
         "--warmup=1"]
 
 
+def run_without_tensorflow(body: str) -> str:
+  """Run `body` in a fresh interpreter where TensorFlow cannot be imported, as
+  on a lent GPU machine; its stdout. The timm arms run only this way: timm
+  imports triton, whose LLVM crashes the process (SIGSEGV) when TensorFlow's
+  libraries are already loaded, as they are in a test worker that ran the
+  input-pipeline tests (seen in CI with torch 2.14.1, triton 3.8.0,
+  tensorflow 2.21.0)."""
+  script = textwrap.dedent("""
+      import sys
+      # Absent, as importlib sees it: `import tensorflow` raises
+      # ModuleNotFoundError and importlib.util.find_spec answers None.
+      sys.modules.update(tensorflow=None, tensorflow_datasets=None)
+      """) + textwrap.dedent(body)
+  env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
+  env.update(PYTHONPATH=ROOT, JAX_DISABLE_MOST_OPTIMIZATIONS="1")
+  done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env,
+                        capture_output=True, text=True, timeout=600)
+  assert done.returncode == 0, done.stderr[-3000:]
+  return done.stdout
+
+
 def test_its_path_imports_no_tensorflow():
   """With TensorFlow unimportable (as on a lent GPU machine), the module
   imports, and our train and inference arms build and run, without it."""
-  script = textwrap.dedent(f"""
-      import importlib.abc, sys
-      class NoTensorFlow(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path, target=None):
-          if name.split(".")[0] in ("tensorflow", "tensorflow_datasets"):
-            raise ImportError(f"{{name}} imported")
-      sys.meta_path.insert(0, NoTensorFlow())
+  out = run_without_tensorflow(f"""
       from benchmarks import vs_timm_gpu
       assert "torch" not in sys.modules
       args = vs_timm_gpu.parse_args({TINY!r})
@@ -40,14 +55,12 @@ def test_its_path_imports_no_tensorflow():
       vs_timm_gpu.check_no_tensorflow("the test")
       print("no tensorflow")
       """)
-  env = dict(os.environ, PYTHONPATH=ROOT, JAX_DISABLE_MOST_OPTIMIZATIONS="1")
-  done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env,
-                        capture_output=True, text=True, timeout=600)
-  assert done.returncode == 0, done.stderr[-3000:]
-  assert "no tensorflow" in done.stdout
+  assert "no tensorflow" in out
 
 
 def test_a_tensorflow_import_stops_the_run(monkeypatch):
+  monkeypatch.setitem(sys.modules, "tensorflow", None)      # blocked, not imported
+  vs_timm_gpu.check_no_tensorflow("a test")
   monkeypatch.setitem(sys.modules, "tensorflow", object())
   with pytest.raises(SystemExit, match="tensorflow was imported"):
     vs_timm_gpu.check_no_tensorflow("a test")
@@ -162,19 +175,31 @@ def test_bad_flags_fail_with_one_line_before_anything_runs(flag, choices, capsys
   assert not out.exists()
 
 
-def test_timm_arms_match_ours(our_arms):
+def test_timm_arms_match_ours():
   """timm's ViT at the same tiny shape: our baseline's parameter count, and a
-  train step and an inference pass that run (on CPU here; eager only)."""
-  torch = pytest.importorskip("torch")
-  timm = pytest.importorskip("timm")
-  args = vs_timm_gpu.parse_args(TINY + ["--no_compile"])
-  arms = vs_timm_gpu.timm_arms(torch, timm, "Ti", ["train", "infer"], args,
-                               {"train": 3.0, "infer": 1.0})
-  assert [a.key for a in arms] == ["train/timm eager", "infer/timm eager"]
-  assert [a.flops_per_image for a in arms] == [3.0, 1.0]
-  assert {a.num_params for a in arms} == {our_arms[1][0].num_params}
-  for arm in arms:
-    arm.run(1)
+  train step and an inference pass that run (on CPU here; eager only), in a
+  process without TensorFlow (run_without_tensorflow says why)."""
+  pytest.importorskip("torch")
+  pytest.importorskip("timm")
+  out = run_without_tensorflow(f"""
+      import json
+      from benchmarks import vs_timm_gpu
+      args = vs_timm_gpu.parse_args({TINY + ["--no_compile"]!r})
+      ours = vs_timm_gpu.our_arms("Ti", ["dot_product"], ["train"], args)[0]
+      torch, timm = vs_timm_gpu.import_torch()
+      arms = vs_timm_gpu.timm_arms(torch, timm, "Ti", ["train", "infer"], args,
+                                   {{"train": 3.0, "infer": 1.0}})
+      for arm in arms:
+        arm.run(1)
+      vs_timm_gpu.check_no_tensorflow("the test")
+      print(json.dumps(dict(ours=ours.num_params, keys=[a.key for a in arms],
+                            flops=[a.flops_per_image for a in arms],
+                            params=[a.num_params for a in arms])))
+      """)
+  got = json.loads(out.strip().splitlines()[-1])
+  assert got["keys"] == ["train/timm eager", "infer/timm eager"]
+  assert got["flops"] == [3.0, 1.0]
+  assert got["params"] == [got["ours"]] * 2
 
 
 def test_results_round_trip_as_json(tmp_path):
