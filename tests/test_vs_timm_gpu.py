@@ -3,6 +3,7 @@ shape (their FLOP counts and memory), the rounds, ratios and table with fake
 arms, its one-line errors; timm's arms only where torch and timm are
 installed (they are not test dependencies)."""
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -24,11 +25,11 @@ TINY = ["--models=Ti", "--image=16", "--patch=8", "--depth=1", "--batch=8", "--d
 
 def run_without_tensorflow(body: str) -> str:
   """Run `body` in a fresh interpreter where TensorFlow cannot be imported, as
-  on a lent GPU machine; its stdout. The timm arms run only this way: timm
-  imports triton, whose LLVM crashes the process (SIGSEGV) when TensorFlow's
-  libraries are already loaded, as they are in a test worker that ran the
-  input-pipeline tests (seen in CI with torch 2.14.1, triton 3.8.0,
-  tensorflow 2.21.0)."""
+  on a lent GPU machine; its stdout. torch and timm are imported only this
+  way: importing timm (torchvision, torch._dynamo) imports triton, whose LLVM
+  crashes the process (SIGSEGV) when TensorFlow's libraries are already
+  loaded, as they are in a test worker that ran the input-pipeline tests (seen
+  in CI with torch 2.14.1, triton 3.8.0, tensorflow 2.21.0)."""
   script = textwrap.dedent("""
       import sys
       # Absent, as importlib sees it: `import tensorflow` raises
@@ -179,8 +180,9 @@ def test_timm_arms_match_ours():
   """timm's ViT at the same tiny shape: our baseline's parameter count, and a
   train step and an inference pass that run (on CPU here; eager only), in a
   process without TensorFlow (run_without_tensorflow says why)."""
-  pytest.importorskip("torch")
-  pytest.importorskip("timm")
+  missing = [name for name in ("torch", "timm") if importlib.util.find_spec(name) is None]
+  if missing:          # found, never imported here (importorskip would import them)
+    pytest.skip(f"{' and '.join(missing)} not installed (not test dependencies)")
   out = run_without_tensorflow(f"""
       import json
       from benchmarks import vs_timm_gpu
