@@ -141,3 +141,21 @@ def test_vs_timm_helpers():
   assert vs_timm.overhead_base("cosine/scan") == "dot_product/scan"
   assert set(vs_timm.OURS) >= {"dot_product/scan", "attn_scale/scan", "feat_scale/scan",
                                "cosine/scan", "hopfield/scan"}
+
+
+def test_before_after_verdict_reads_the_declared_criterion():
+  from benchmarks import vs_timm_before_after as before_after
+  above, below = before_after.NO_SLOWER_AT, before_after.SLOWER_BELOW
+  assert before_after.verdict({"a": [above, 2.0, above], "b": [1.0]}) == "no_slower"
+  # The median decides: one slow pair of three does not.
+  assert before_after.verdict({"a": [below - 0.1, above, 1.1]}) == "no_slower"
+  assert before_after.verdict({"a": [1.0], "b": [below - 0.01]}) == "slower"
+  assert before_after.verdict({"a": [1.0], "b": [(above + below) / 2]}) == "inconclusive"
+
+
+def test_before_after_rejects_unknown_configurations(capsys):
+  from benchmarks import vs_timm_before_after as before_after
+  with pytest.raises(SystemExit):
+    before_after.parse_args(["--before=HEAD", "--ours", "nope/scan"])
+  err = capsys.readouterr().err.strip().splitlines()[-1]
+  assert "--ours" in err and "dot_product/scan" in err

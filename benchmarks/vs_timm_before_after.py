@@ -1,0 +1,120 @@
+r"""Is our CPU train step slower than it was at an earlier commit? (issue 40)
+
+Runs `benchmarks/vs_timm.py` in a git worktree of `--before` and in this tree,
+alternately (before, after, then after, before, ...: `--pairs` of each), on one
+machine in one session. Each run's figure for a configuration is its
+throughput / timm (the median over rounds of the paired ratio in that run),
+so load that changes between runs cancels with timm's step. A pair's ratio is
+after / before of that figure; the verdict reads the median over pairs.
+
+The criterion, declared before any run (`CRITERION`): "no_slower" when the
+median pair ratio is >= NO_SLOWER_AT for every configuration; "slower" when it
+is < SLOWER_BELOW for any; otherwise "inconclusive" (within this CPU's noise).
+The load average before each run is recorded; a run under load (>
+QUIET_LOAD) is flagged, as vs_timm.py's docstring says why that matters.
+
+  python benchmarks/vs_timm_before_after.py --before=c216d6e    # ~15 min, 2 quiet cores
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import vs_timm  # noqa: E402  (the configurations' names)
+
+NO_SLOWER_AT = 0.97
+SLOWER_BELOW = 0.90
+QUIET_LOAD = 1.5
+CRITERION = (
+    f"per configuration, the median over pairs of (after / before) of throughput / timm: "
+    f"no_slower if >= {NO_SLOWER_AT} for every configuration, slower if < {SLOWER_BELOW} "
+    f"for any, else inconclusive")
+DEFAULT_OURS = ("dot_product/scan", "dot_product/loop")
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--before", required=True, help="the earlier commit (any git revision)")
+  parser.add_argument("--pairs", type=int, default=3)
+  parser.add_argument("--rounds", type=int, default=5, help="vs_timm.py's --rounds per run")
+  parser.add_argument("--ours", nargs="+", default=list(DEFAULT_OURS), choices=list(vs_timm.OURS),
+                      metavar="NAME", help=f"configurations, of {list(vs_timm.OURS)}")
+  parser.add_argument("--out", default=str(ROOT / "benchmarks/results/vs_timm_cpu_before_after_pairs.json"))
+  args = parser.parse_args(argv)
+  if args.pairs < 1 or args.rounds < 1:
+    parser.error(f"--pairs and --rounds must be >= 1, got {args.pairs} and {args.rounds}")
+  return args
+
+
+def run_once(tree: pathlib.Path, args, out: pathlib.Path) -> dict:
+  """One vs_timm.py run in `tree`; its JSON, with the load before it."""
+  load = os.getloadavg()[0]
+  env = dict(os.environ, PYTHONPATH=str(tree))
+  cmd = [sys.executable, str(tree / "benchmarks/vs_timm.py"), "--rounds", str(args.rounds),
+         "--ours", *args.ours, "--out", str(out)]
+  subprocess.run(cmd, cwd=tree, env=env, check=True)
+  result = json.loads(out.read_text())
+  return dict(load_before=load, quiet=load <= QUIET_LOAD,
+              throughput_vs_timm={row["name"]: row["throughput_vs_timm"] for row in result["rows"]},
+              run=result)
+
+
+def verdict(pair_ratios: dict[str, list[float]]) -> str:
+  medians = [statistics.median(ratios) for ratios in pair_ratios.values()]
+  if all(m >= NO_SLOWER_AT for m in medians):
+    return "no_slower"
+  if any(m < SLOWER_BELOW for m in medians):
+    return "slower"
+  return "inconclusive"
+
+
+def main(argv=None) -> int:
+  args = parse_args(argv)
+  before = subprocess.run(["git", "rev-parse", "--short", args.before], cwd=ROOT, check=True,
+                          capture_output=True, text=True).stdout.strip()
+  after = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,
+                         capture_output=True, text=True).stdout.strip()
+  with tempfile.TemporaryDirectory() as tmp:
+    worktree = pathlib.Path(tmp) / "before"
+    subprocess.run(["git", "worktree", "add", "--detach", str(worktree), before], cwd=ROOT,
+                   check=True, capture_output=True)
+    try:
+      trees = {"before": worktree, "after": ROOT}
+      runs = {"before": [], "after": []}
+      for pair in range(args.pairs):
+        order = ("before", "after") if pair % 2 == 0 else ("after", "before")
+        for side in order:
+          print(f"[pair {pair + 1}/{args.pairs}] {side} ({before if side == 'before' else after})",
+                flush=True)
+          runs[side].append(run_once(trees[side], args, pathlib.Path(tmp) / f"{side}{pair}.json"))
+    finally:
+      subprocess.run(["git", "worktree", "remove", "--force", str(worktree)], cwd=ROOT, check=False)
+  pair_ratios = {
+      name: [a["throughput_vs_timm"][name] / b["throughput_vs_timm"][name]
+             for a, b in zip(runs["after"], runs["before"])]
+      for name in args.ours}
+  result = dict(
+      command=" ".join(["python benchmarks/vs_timm_before_after.py", *sys.argv[1:]]),
+      before=before, after=after, criterion=CRITERION,
+      pair_ratios=pair_ratios,
+      median_pair_ratio={name: statistics.median(r) for name, r in pair_ratios.items()},
+      all_runs_quiet=all(run["quiet"] for side in runs.values() for run in side),
+      verdict=verdict(pair_ratios), runs=runs)
+  pathlib.Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+  print(json.dumps({k: result[k] for k in ("before", "after", "median_pair_ratio", "all_runs_quiet",
+                                           "verdict")}, indent=1))
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
