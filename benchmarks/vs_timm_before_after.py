@@ -10,8 +10,11 @@ after / before of that figure; the verdict reads the median over pairs.
 The criterion, declared before any run (`CRITERION`): "no_slower" when the
 median pair ratio is >= NO_SLOWER_AT for every configuration; "slower" when it
 is < SLOWER_BELOW for any; otherwise "inconclusive" (within this CPU's noise).
-The load average before each run is recorded; a run under load (>
-QUIET_LOAD) is flagged, as vs_timm.py's docstring says why that matters.
+Before each run the busy cores are sampled from /proc/stat over
+BUSY_SAMPLE_S (the previous run has exited, so this is other processes' load;
+the load average would still hold the previous run's own threads); a run that
+started with more than QUIET_BUSY_CORES busy is flagged, as vs_timm.py's
+docstring says why that matters.
 
   python benchmarks/vs_timm_before_after.py --before=c216d6e    # ~15 min, 2 quiet cores
 """
@@ -26,6 +29,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -34,7 +38,8 @@ from benchmarks import vs_timm  # noqa: E402  (the configurations' names)
 
 NO_SLOWER_AT = 0.97
 SLOWER_BELOW = 0.90
-QUIET_LOAD = 1.5
+QUIET_BUSY_CORES = 0.5
+BUSY_SAMPLE_S = 5.0
 CRITERION = (
     f"per configuration, the median over pairs of (after / before) of throughput / timm: "
     f"no_slower if >= {NO_SLOWER_AT} for every configuration, slower if < {SLOWER_BELOW} "
@@ -56,15 +61,30 @@ def parse_args(argv=None) -> argparse.Namespace:
   return args
 
 
+def busy_cores(seconds: float = BUSY_SAMPLE_S) -> float | None:
+  """How many cores' worth of CPU time was spent over `seconds` (/proc/stat),
+  or None where there is no /proc/stat."""
+  def sample():
+    fields = [int(x) for x in pathlib.Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    idle = fields[3] + fields[4]     # idle + iowait
+    return sum(fields) - idle, sum(fields)
+  if not pathlib.Path("/proc/stat").exists():
+    return None
+  busy0, total0 = sample()
+  time.sleep(seconds)
+  busy1, total1 = sample()
+  return (busy1 - busy0) / max(total1 - total0, 1) * os.cpu_count()
+
+
 def run_once(tree: pathlib.Path, args, out: pathlib.Path) -> dict:
   """One vs_timm.py run in `tree`; its JSON, with the load before it."""
-  load = os.getloadavg()[0]
+  busy = busy_cores()
   env = dict(os.environ, PYTHONPATH=str(tree))
   cmd = [sys.executable, str(tree / "benchmarks/vs_timm.py"), "--rounds", str(args.rounds),
          "--ours", *args.ours, "--out", str(out)]
   subprocess.run(cmd, cwd=tree, env=env, check=True)
   result = json.loads(out.read_text())
-  return dict(load_before=load, quiet=load <= QUIET_LOAD,
+  return dict(busy_cores_before=busy, quiet=busy is not None and busy <= QUIET_BUSY_CORES,
               throughput_vs_timm={row["name"]: row["throughput_vs_timm"] for row in result["rows"]},
               run=result)
 
