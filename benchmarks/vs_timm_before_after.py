@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import pathlib
+import shlex
 import statistics
 import subprocess
 import sys
@@ -98,15 +99,18 @@ def verdict(pair_ratios: dict[str, list[float]]) -> str:
   return "inconclusive"
 
 
+def short_rev(rev: str) -> str:
+  return subprocess.run(["git", "rev-parse", "--short", rev], cwd=ROOT, check=True,
+                        capture_output=True, text=True).stdout.strip()
+
+
 def main(argv=None) -> int:
+  argv = sys.argv[1:] if argv is None else argv
   args = parse_args(argv)
-  before = subprocess.run(["git", "rev-parse", "--short", args.before], cwd=ROOT, check=True,
-                          capture_output=True, text=True).stdout.strip()
-  after = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,
-                         capture_output=True, text=True).stdout.strip()
+  revs = {"before": short_rev(args.before), "after": short_rev("HEAD")}
   with tempfile.TemporaryDirectory() as tmp:
     worktree = pathlib.Path(tmp) / "before"
-    subprocess.run(["git", "worktree", "add", "--detach", str(worktree), before], cwd=ROOT,
+    subprocess.run(["git", "worktree", "add", "--detach", str(worktree), revs["before"]], cwd=ROOT,
                    check=True, capture_output=True)
     try:
       trees = {"before": worktree, "after": ROOT}
@@ -114,8 +118,7 @@ def main(argv=None) -> int:
       for pair in range(args.pairs):
         order = ("before", "after") if pair % 2 == 0 else ("after", "before")
         for side in order:
-          print(f"[pair {pair + 1}/{args.pairs}] {side} ({before if side == 'before' else after})",
-                flush=True)
+          print(f"[pair {pair + 1}/{args.pairs}] {side} ({revs[side]})", flush=True)
           runs[side].append(run_once(trees[side], args, pathlib.Path(tmp) / f"{side}{pair}.json"))
     finally:
       subprocess.run(["git", "worktree", "remove", "--force", str(worktree)], cwd=ROOT, check=False)
@@ -124,8 +127,8 @@ def main(argv=None) -> int:
              for a, b in zip(runs["after"], runs["before"])]
       for name in args.ours}
   result = dict(
-      command=" ".join(["python benchmarks/vs_timm_before_after.py", *sys.argv[1:]]),
-      before=before, after=after, criterion=CRITERION,
+      command=" ".join(["python", "benchmarks/vs_timm_before_after.py", *map(shlex.quote, argv)]),
+      **revs, criterion=CRITERION,
       pair_ratios=pair_ratios,
       median_pair_ratio={name: statistics.median(r) for name, r in pair_ratios.items()},
       all_runs_quiet=all(run["quiet"] for side in runs.values() for run in side),
