@@ -61,3 +61,31 @@ def accuracy_difference_resolution(a: Sequence[float], b: Sequence[float], n: in
 def resolved(interval: dict[str, float]) -> bool:
   """Whether a difference's 95 % interval excludes 0."""
   return interval["low"] > 0 or interval["high"] < 0
+
+
+# The verdicts of `judge_effect`, one rule for every training effect (issue 56).
+EFFECT_VERDICTS = ("reproduced", "not_reproduced", "inconclusive")
+
+
+def judge_effect(low: float, high: float, sesoi: float, direction: int) -> str:
+  """The verdict of a training effect from its paired 95 % interval [low, high]
+  over seeds, its smallest effect of interest `sesoi` (> 0, in the measure's
+  units) and the claimed `direction` (+1: the effect is > 0; -1: < 0).
+
+  reproduced: the interval excludes 0 on the claimed side; not_reproduced: it
+  excludes every effect of at least `sesoi` on the claimed side; otherwise
+  inconclusive. An interval that holds the claimed effect (≥ sesoi) is never
+  not_reproduced.
+  """
+  if direction not in (1, -1):
+    raise ValueError(f"direction={direction!r}; choose 1 (effect > 0) or -1 (effect < 0)")
+  if not sesoi > 0:
+    raise ValueError(f"sesoi={sesoi!r} must be a positive number")
+  if not low <= high:
+    raise ValueError(f"interval [{low}, {high}] must have low <= high")
+  low, high = (low, high) if direction == 1 else (-high, -low)
+  if low > 0:
+    return "reproduced"
+  if high < sesoi:
+    return "not_reproduced"
+  return "inconclusive"
