@@ -53,6 +53,8 @@ MARKS = {"reproduced": "✅ reproduced", "direction": "↗ direction",
 # theorem check as a reproduction of a paper's experiment.
 KIND_LINES = (("checks", ("theorem", "identity"),
                "theorem and identity checks (the maths and the modules' invariants)"),
+              ("by construction", ("by_construction",),
+               "checks that cannot fail (they hold for any input; counted apart from reproductions)"),
               ("at init", ("at_init",), "properties of untrained networks"),
               ("training", ("training_effect",), "training effects (what the papers' experiments show)"))
 
@@ -180,13 +182,22 @@ def paper_markdown(paper: str, path: str = ledger.LEDGER_PATH) -> str:
     lines.append(f"  - *setup:* {e['setup']}")
     lines.append(f"  - *measured:* `{_short(e['measured'])}`")
     if e["kind"] == "training_effect":
-      r = e["resolution"]
-      lines.append(f"  - *resolution:* smallest resolvable {r['smallest_resolvable']}, "
-                   f"claimed {r['claimed_effect']}")
+      lines.append(f"  - *resolution:* {effect_text(e['resolution'])}")
     if e["why"]:
       lines.append(f"  - *why:* {e['why']}")
     lines.append(f"  - *regenerate:* `{e['command']}`")
   return "\n".join(lines)
+
+
+def effect_text(r: dict) -> str:
+  """A training effect's resolution in words: interval, sesoi, the paper's effect."""
+  if "interval" not in r:       # not testable: no interval, no declaration
+    return f"claimed {r['claimed_effect']}"
+  claimed = "" if r["claimed"] is None else f", the paper's {r['claimed']:+g}"
+  interval = ("no interval" if r["interval"] is None else
+              f"95 % interval [{r['interval'][0]:+.4g}, {r['interval'][1]:+.4g}] over "
+              f"{r['seeds']} seeds")
+  return f"{interval}; sesoi {r['sesoi']:g}{claimed} ({r['claimed_effect']})"
 
 
 def _short(measured, limit: int = 600) -> str:

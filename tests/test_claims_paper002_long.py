@@ -16,34 +16,36 @@ INIT = [2.5] * 6
 NEAREST0 = [1.5] * 6
 
 
-def _fig2(moved, alpha_end) -> dict:
-  return {"layer4_mean_centre_displacement": {s: moved for s in SEEDS},
-          "layer4_alpha_init_vs_end": {s: [0.5, alpha_end] for s in SEEDS}}
+def _fig2(moved) -> dict:
+  return {"layer4_mean_centre_displacement": dict(zip(SEEDS, moved)),
+          "layer4_alpha_init_vs_end": {s: [0.5, 0.8] for s in SEEDS}}
 
 
-def _fig3(radius) -> dict:
-  return {"mean_centre_distance_per_layer": {s: radius for s in SEEDS},
+def _fig3(gaps) -> dict:
+  """Layers 3–6 `gap` px further from the query than layers 1–2, per seed (0 at init)."""
+  return {"mean_centre_distance_per_layer": {s: [2.5, 2.5] + [2.5 + g] * 4
+                                             for s, g in zip(SEEDS, gaps)},
           "at_init": {s: INIT for s in SEEDS}}
 
 
-def _cover(nearest) -> dict:
-  growth = float(np.mean(nearest) / np.mean(NEAREST0) - 1)
-  return {"mean_nearest_centre_distance_per_layer": {s: nearest for s in SEEDS},
+def _cover(changes) -> dict:
+  nearest = {s: [1.5 + c] * 6 for s, c in zip(SEEDS, changes)}
+  return {"mean_nearest_centre_distance_per_layer": nearest,
           "at_init": {s: NEAREST0 for s in SEEDS},
-          "relative_growth": {s: growth for s in SEEDS}}
+          "relative_growth": {s: float(np.mean(v) / 1.5 - 1) for s, v in nearest.items()}}
 
 
+# One rule (power.judge_effect) on the per-seed effects, sesoi 0.5 px.
 CASES = {
-    "002-fig2": {"reproduced": _fig2(1.0, 0.8), "not_reproduced": _fig2(1.0, 0.4),
-                 "inconclusive": _fig2(0.1, 0.8)},
-    "002-fig3": {"reproduced": _fig3([1.5, 1.5, 3, 3, 3, 3]),
-                 "direction": _fig3([2.6, 2.6, 3.5, 3.5, 3.5, 3.5]),
-                 "not_reproduced": _fig3([3.5, 3.5, 2, 2, 2, 2]),
-                 "inconclusive": _fig3([2.6, 2.6, 2.7, 2.7, 2.7, 2.7])},   # moved 0.2 px
-    "002-fig3-cover": {"reproduced": _cover([2.5] * 6),
-                       "direction": _cover([2.1, 1.5, 1.5, 1.5, 1.5, 1.4]),
-                       "not_reproduced": _cover([1.0] * 6),
-                       "inconclusive": _cover([1.6] * 6)},
+    "002-fig2": {"reproduced": _fig2([1.0, 1.1, 0.9]),             # beyond the 0.5 px floor
+                 "not_reproduced": _fig2([0.10, 0.12, 0.08]),      # still the random start
+                 "inconclusive": _fig2([0.2, 1.5, 0.6])},          # seeds too spread
+    "002-fig3": {"reproduced": _fig3([1.5, 1.4, 1.6]),
+                 "not_reproduced": _fig3([0.05, 0.0, 0.1]),
+                 "inconclusive": _fig3([1.5, -1.0, 0.2])},
+    "002-fig3-cover": {"reproduced": _cover([1.0, 0.9, 1.1]),
+                       "not_reproduced": _cover([0.02, -0.01, 0.03]),
+                       "inconclusive": _cover([1.0, -0.8, 0.1])},
 }
 
 
@@ -57,8 +59,8 @@ def test_each_long_judge_gives_each_verdict_as_its_600_step_one(short, want):
 @pytest.mark.parametrize("short", paper002.CENTRES_IDS)
 def test_a_long_criterion_is_the_600_step_one_with_its_steps_in_the_words(short):
   base, long = criteria.criterion_for(short), criteria.criterion_for(LONG_IDS[short])
-  assert (long.test, long.resolution, long.claim, long.where, long.kind, long.paper_values) == (
-      base.test, base.resolution, base.claim, base.where, base.kind, base.paper_values)
+  assert (long.effect, long.claim, long.where, long.kind, long.paper_values) == (
+      base.effect, base.claim, base.where, base.kind, base.paper_values)
   assert long.words.endswith(base.words)
   assert f"{STEPS} steps" in long.words and str(paper002.CENTRES_STEPS) in long.words
   assert long.fingerprint() != base.fingerprint()

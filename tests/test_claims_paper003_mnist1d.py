@@ -10,17 +10,15 @@ from benchmarks.claims.paper003_mnist1d import DATA_ID, FULL_ID, SEVERITY_LEVELS
 from tests.test_claims_ledger import _paper_text
 
 BASE = np.array([0.70, 0.72, 0.71, 0.73])
-# ViT⁻ − ViT and ViT − ViT⁺ per seed, with the 10 % verdict they give (paper: +1.52 and
-# +3.80 points; the binomial half-width on 20000 signals is about 0.9 points).
+# ViT⁻ − ViT and ViT − ViT⁺ per seed, with the verdict the one rule gives (the smaller
+# gain per seed; sesoi the paper's smaller gain: +1.52 points for 10 % of the data, +0.40
+# for Table 4's mean over intensities; the binomial half-width about 0.9 points on 20000
+# signals, 1.6 on 6000).
 CASES = {
     "reproduced": ([0.03] * 4, [0.05] * 4),
-    "direction": ([0.012] * 4, [0.05] * 4),          # resolved, every seed, short of +1.52
     "not_reproduced": ([-0.03] * 4, [0.05] * 4),      # ViT⁻ behind beyond the noise
     "inconclusive": ([0.05, -0.05, 0.04, -0.03], [0.05] * 4),  # seeds too spread
 }
-# The same at intensity 3 of Table 4 (paper: +0.44 and +4.09 points; about 1.6 points
-# on 6000 corrupted signals): +0.44 cannot be resolved, so direction comes from ViT⁺.
-CASES4 = dict(CASES, direction=([0.03] * 4, [0.03] * 4))
 
 
 def _arms(minus_gain, plus_loss) -> dict:
@@ -36,11 +34,9 @@ def test_the_10_percent_judge_gives_each_verdict(want):
   assert criteria.criterion_for(DATA_ID).judge(measured) == want
 
 
-@pytest.mark.parametrize("want", sorted(CASES4))
-def test_the_corruption_judge_gives_each_verdict_and_needs_every_intensity(want):
-  good = _arms(*CASES["reproduced"])
-  measured = {"corrupted_accuracy": {str(s): good for s in SEVERITY_LEVELS}}
-  measured["corrupted_accuracy"]["3"] = _arms(*CASES4[want])
+@pytest.mark.parametrize("want", sorted(CASES))
+def test_the_corruption_judge_gives_each_verdict_on_the_mean_over_intensities(want):
+  measured = {"corrupted_accuracy": {str(s): _arms(*CASES[want]) for s in SEVERITY_LEVELS}}
   assert criteria.criterion_for(TABLE4_ID).judge(measured) == want
 
 

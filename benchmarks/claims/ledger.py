@@ -5,11 +5,13 @@
   id                    "<paper>-<where>", e.g. "004-table8"
   paper                 "000" … "004"
   where, claim          from the claim's criterion (`criteria.py`)
-  kind                  theorem / identity / at_init / training_effect
+  kind                  theorem / identity / by_construction / at_init / training_effect
   criterion             the test: {"words", "function"}
   criterion_fingerprint the hash of the criterion the verdict was judged by
   paper_values          the paper's numbers behind the claim, verbatim, with where
-  resolution            the smallest effect the setup resolves, beside the claimed one
+  resolution            the smallest effect the setup resolves, beside the claimed one;
+                        for a training effect also interval [low, high], sesoi,
+                        claimed, seeds and direction (`criteria.Effect`)
   setup                 what was run here and how it differs from the paper
   command               one line that regenerates the entry from a clean checkout
   measured              numbers, every seed's value where there are seeds
@@ -123,6 +125,9 @@ def judged(measured_entry: dict[str, Any]) -> dict[str, Any]:
   out["verdict"] = criterion.judge(out["measured"])
   if isinstance(why, dict):
     why = why.get(out["verdict"], "")
+  if criterion.effect is not None and out["verdict"] != "reproduced":
+    # The interval against the declaration first, then the experiment's cause.
+    why = "; ".join(w for w in (criterion.effect.why(out["measured"], out["verdict"]), why) if w)
   out["why"] = "" if out["verdict"] == "reproduced" else why
   return out
 
@@ -205,10 +210,45 @@ def check_entry(entry: dict[str, Any]) -> None:
   for value in entry["paper_values"]:
     if set(value) != {"where", "value"}:
       raise ValueError(f"claim {name}: each paper value is {{'where', 'value'}}, got {value}")
+  if entry["kind"] == "training_effect" and entry["verdict"] != "not_testable":
+    check_effect_resolution(name, entry["verdict"], entry["resolution"])
   for record in entry.get("history", []):
     if set(record) != set(HISTORY_KEYS) or not str(record["reason"]).strip():
       raise ValueError(f"claim {name}: a history record has {list(HISTORY_KEYS)}, "
                        f"with a reason; got {sorted(record)}")
+
+
+EFFECT_KEYS = ("interval", "sesoi", "claimed", "seeds", "direction")
+
+
+def check_effect_resolution(name: str, verdict: str, resolution: dict) -> None:
+  """Raises ValueError unless a judged training effect's resolution holds its
+  interval ([low, high], numbers; None only for an inconclusive entry whose
+  measurements give none), sesoi (a number), claimed (a number or None),
+  seeds and direction, and the verdict is the rule's on them."""
+  from benchmarks.claims import power  # noqa: PLC0415
+  missing = [k for k in EFFECT_KEYS if k not in resolution]
+  if missing:
+    raise ValueError(f"claim {name}: a training effect's resolution lacks {missing}")
+  sesoi, interval = resolution["sesoi"], resolution["interval"]
+  if not isinstance(sesoi, (int, float)) or isinstance(sesoi, bool) or not sesoi > 0:
+    raise ValueError(f"claim {name}: resolution.sesoi={sesoi!r} must be a positive number")
+  claimed = resolution["claimed"]
+  if claimed is not None and not isinstance(claimed, (int, float)):
+    raise ValueError(f"claim {name}: resolution.claimed={claimed!r} must be a number or null")
+  if interval is None:
+    if verdict != "inconclusive":
+      raise ValueError(f"claim {name}: no interval, so the verdict is inconclusive, not {verdict}")
+    return
+  if (not isinstance(interval, list) or len(interval) != 2
+      or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in interval)):
+    raise ValueError(f"claim {name}: resolution.interval={interval!r} must be [low, high], numbers")
+  direction = resolution["direction"]
+  rule = (power.judge_no_effect(*interval, sesoi) if direction == 0
+          else power.judge_effect(*interval, sesoi, direction))
+  if rule != verdict:
+    raise ValueError(f"claim {name}: verdict {verdict} but the rule gives {rule} on "
+                     f"{interval} with sesoi {sesoi}")
 
 
 def read(path: str = LEDGER_PATH) -> list[dict[str, Any]]:
@@ -259,6 +299,9 @@ def rejudged(old: dict[str, Any], reason: str, date: str, why: str | None = None
   measured = {k: old[k] for k in ("id", "paper", "setup", "measured", "command")}
   if "figure" in old:
     measured["figure"] = old["figure"]
+  effect = criteria.criterion_for(old["id"]).effect is not None
+  if why is None and effect:   # its why comes from the interval; the stored one may be another rule's
+    why = ""
   new = judged(dict(measured, _why=old.get("why", "") if why is None else why))
   if new["verdict"] != old["verdict"] and new["verdict"] != "reproduced" and why is None:
     raise ValueError(f"claim {old['id']}: the verdict changed to {new['verdict']}; "

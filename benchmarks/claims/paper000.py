@@ -295,6 +295,63 @@ def _resolution_table1(measured: dict) -> dict:
   return resolution_gains(measured, TABLE1_GAINS, TABLE1_CLAIMED)
 
 
+
+# ------------------------------------------------- effects (issue 56's one rule)
+
+_OVER_BASELINE = (("attn_scale", "baseline"), ("feat_scale", "baseline"))
+# Figures without numbers: the sesoi of a learned scale or a similarity.
+SMALL_PARAMETER = 0.01
+
+
+def _halves_gap(profile) -> float:
+  """Mean over the deeper half of the layers minus over the shallower half."""
+  half = len(profile) // 2
+  return float(np.mean(profile[half:]) - np.mean(profile[:half]))
+
+
+def _effect_fig4(measured: dict) -> dict:
+  deep = measured["deeper_half_mean"]
+  return {"per_seed": {s: deep["baseline"][s] - deep["attn_scale"][s]
+                       for s in criteria.seed_labels(deep["baseline"])}}
+
+
+def _positive_and_deeper(profiles: dict) -> dict:
+  """Per seed, the smaller of the mean over the layers (its start is 0) and the
+  deeper half's mean minus the shallower half's: both claimed > 0."""
+  return {"per_seed": criteria.seeds_min(criteria.per_seed(profiles, np.mean),
+                                         criteria.per_seed(profiles, _halves_gap))}
+
+
+def _effect_fig6(measured: dict) -> dict:
+  return _positive_and_deeper(measured["mean_omega_per_layer"])
+
+
+def _effect_fig7(measured: dict) -> dict:
+  return _positive_and_deeper(measured["equations"]["mean_t_minus_s_per_layer"])
+
+
+def _effect_appg3(measured: dict) -> dict:
+  table = measured["last_layer_hc_proportion"]
+  return {"per_seed": criteria.seeds_min(*[
+      {s: table[m][s] - table["baseline"][s] for s in criteria.seed_labels(table[m])}
+      for m in SCALE_METHODS])}
+
+
+def _effect_table1(measured: dict) -> dict:
+  return criteria.accuracy_gains(measured["test_accuracy"], _OVER_BASELINE, DIGITS_TEST_EXAMPLES)
+
+
+def gains_effect(measure, describe: str, gains: dict[str, float], claimed_words: str
+                 ) -> criteria.Effect:
+  """The Effect of AttnScale's and FeatScale's accuracy gains over the plain
+  model (`gains`: the paper's, as fractions): the smaller of the two per seed,
+  its sesoi the paper's smaller gain."""
+  smaller = min(gains.values())
+  return criteria.Effect(
+      measure=measure, describe=describe, direction=1, sesoi=smaller,
+      sesoi_why=f"the paper's smaller gain, +{100 * smaller:.1f} points, {criteria.PAPER_EFFECT}",
+      claimed=smaller, claimed_words=claimed_words)
+
 _ANY_NON_NEGATIVE = ("For any non-negative map A, |Σᵢ ωᵏⁱ Aᵢⱼ| ≤ Σᵢ Aᵢⱼ in every column j, so "
                      "the DC row of F·A·F⁻¹ has the largest norm: this part cannot fail for softmax "
                      "maps, trained or not.")
@@ -367,7 +424,7 @@ criteria.declare(
         id="000-fig2", where="§2.2, Fig. 2; App. F.2, Fig. 5",
         claim="The attention maps of a trained ViT are low-pass filters: each map's DC response "
               "is its largest.",
-        kind="theorem",
+        kind="by_construction",
         words="Reproduced when every (head, probe image) map of every layer, method and seed has "
               "its DC response the largest (share 1); else not reproduced. " + _ANY_NON_NEGATIVE
               + " A check of the probe, not of training.",
@@ -379,62 +436,76 @@ criteria.declare(
         claim="AttnScale makes the attention maps of deep layers less alike: a lower attention "
               "cosine similarity (eq. 75) than the plain ViT.",
         kind="training_effect",
-        words="Per seed, the mean attention cosine similarity over the deeper half of the layers, "
-              "baseline − AttnScale. Inconclusive while its 95 % paired t-interval over the seeds "
-              "holds 0; not reproduced when it lies below 0; else reproduced when AttnScale is "
-              "lower in every seed, not reproduced otherwise.",
-        test=_judge_fig4, resolution=_resolution_fig4),
+        words="",
+        effect=criteria.Effect(
+            measure=_effect_fig4,
+            describe="the mean attention cosine similarity over the deeper half of the layers, "
+                     "plain ViT − AttnScale (cosine)",
+            direction=1, sesoi=SMALL_PARAMETER,
+            sesoi_why=f"{criteria.NO_NUMBER}; 0.01 of cosine similarity is less than any gap "
+                      "the figures' curves show",
+            claimed=None,
+            claimed_words="a lower deep-layer attention cosine similarity with AttnScale (Figs. "
+                          "4, 12 print no number)")),
     Criterion(
         id="000-fig6", where="App. G.2, Fig. 6",
         claim="AttnScale's learned ω is positive (it amplifies the high-pass part) and larger in "
               "deeper layers.",
         kind="training_effect",
-        words="Per seed, the mean ω over the layers (0 at init). Inconclusive while its 95 % "
-              "t-interval over the seeds holds 0 (ω did not move beyond the seed noise); not "
-              "reproduced when it lies below 0; else reproduced when in every seed the mean ω > 0, "
-              "ω's Spearman ρ with depth > 0.5 and ω > 0 in every layer of the deeper half; "
-              "direction when only the mean ω > 0 in every seed; else not reproduced.",
-        test=_judge_fig6, resolution=_resolution_fig6),
+        words="",
+        effect=criteria.Effect(
+            measure=_effect_fig6,
+            describe="the smaller of the mean learned ω over the layers (0 at init) and the "
+                     "deeper half's mean ω minus the shallower half's (ω, unitless)",
+            direction=1, sesoi=SMALL_PARAMETER,
+            sesoi_why=f"{criteria.NO_NUMBER}; ω = 0.01 lifts the high-pass part by 1 %, the "
+                      "smallest change of the map that would count",
+            claimed=None,
+            claimed_words="ω > 0 (it starts at 0), larger in deeper layers (Fig. 6 prints no "
+                          "number)")),
     Criterion(
         id="000-fig7", where="App. G.3, Fig. 7",
         claim="FeatScale learns t larger than s (it lifts the high-frequency part against the "
               "DC), with a gap growing with depth.",
         kind="training_effect",
-        words="FeatScale in the equations' form; per seed, the mean t − s over channels and layers "
-              "(0 at init). Inconclusive while its 95 % t-interval over the seeds holds 0 (t − s "
-              "did not move beyond the seed noise); not reproduced when it lies below 0; else "
-              "reproduced when in every seed the mean t − s > 0, its Spearman ρ with depth > 0.5 "
-              "and its mean over the deeper half > 0; direction when only the mean t − s > 0 in "
-              "every seed; else not reproduced. The authors' form is reported, not judged.",
-        test=_judge_fig7, resolution=_resolution_fig7),
+        words="FeatScale in the equations' form; the authors' form is reported, not judged.",
+        effect=criteria.Effect(
+            measure=_effect_fig7,
+            describe="the smaller of the mean t − s over channels and layers (both 0 at init) "
+                     "and the deeper half's mean t − s minus the shallower half's (unitless)",
+            direction=1, sesoi=SMALL_PARAMETER,
+            sesoi_why=f"{criteria.NO_NUMBER}; t − s = 0.01 lifts the high-frequency part 1 % "
+                      "against the DC, the smallest change that would count",
+            claimed=None,
+            claimed_words="t > s (both start at 0), the gap growing with depth (Fig. 7 prints "
+                          "no number)")),
     Criterion(
         id="000-appg3", where="App. G.3, Fig. 11; §5.1",
         claim="FeatScale, and by §5.1 AttnScale too, keeps a larger high-frequency proportion "
               "‖HC‖_F/‖X‖_F in deep layers than the plain ViT (measured here in the last layer).",
         kind="training_effect",
-        words="Per method and seed, the last layer's ‖HC‖/‖X‖ minus the baseline's. Per method: "
-              "inconclusive while its 95 % paired t-interval over the seeds holds 0; not "
-              "reproduced when it lies below 0; else reproduced when the method is higher in every "
-              "seed, not reproduced otherwise. Both methods: not reproduced if either is, else "
-              "inconclusive if either is, else reproduced.",
-        test=_judge_appg3, resolution=_resolution_appg3),
+        words="",
+        effect=criteria.Effect(
+            measure=_effect_appg3,
+            describe="the smaller of AttnScale's and FeatScale's last-layer ‖HC‖_F/‖X‖_F minus "
+                     "the plain ViT's of the same seed (a proportion)",
+            direction=1, sesoi=SMALL_PARAMETER,
+            sesoi_why=f"{criteria.NO_NUMBER}; 0.01 of the feature norm is the smallest shift "
+                      "of the proportion that would count",
+            claimed=None,
+            claimed_words="a larger last-layer ‖HC‖_F/‖X‖_F than the plain ViT (Fig. 11 prints "
+                          "no number)")),
     Criterion(
         id="000-table1", where="§5.1, Table 1 (12-layer DeiT-S)",
         claim="AttnScale and FeatScale raise the ImageNet top-1 accuracy of a 12-layer DeiT-S by "
               "0.9 and 1.1 points (79.8 % → 80.7 % / 80.9 %).",
         kind="training_effect",
-        words=f"Per method, the test accuracy on the {DIGITS_TEST_EXAMPLES} test digits minus the "
-              "baseline's, paired by seed, with a 95 % half-width: the larger of the paired "
-              "t-interval's over the seeds and the binomial one of a difference of two accuracies "
-              f"on {DIGITS_TEST_EXAMPLES} examples (`power.accuracy_difference_resolution`). Per "
-              "method: when the interval lies above 0, reproduced if the method is better in every "
-              "seed and the mean gain reaches the paper's (+0.9 / +1.1 points), direction if only "
-              "better in every seed, else not reproduced; not reproduced when it lies below 0 or "
-              "holds 0 with a half-width no wider than the paper's gain; inconclusive when it "
-              "holds 0 and is wider than that gain (or has no width). Both methods: not reproduced "
-              "if either is, else inconclusive if either is, else reproduced if both are, else "
-              "direction.",
-        test=_judge_table1, resolution=_resolution_table1,
+        words="",
+        effect=gains_effect(
+            _effect_table1,
+            "the smaller of AttnScale's and FeatScale's test-accuracy gains over the plain ViT "
+            f"of the same seed on the {DIGITS_TEST_EXAMPLES} test digits (accuracy, a fraction)",
+            TABLE1_GAINS, TABLE1_CLAIMED),
         paper_values=(
             PaperValue("Table 1, row DeiT-S (12 layers), column Top-1 Acc (%): reproduced "
                        "(reported)", "79.8 (79.9)"),

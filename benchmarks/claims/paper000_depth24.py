@@ -9,8 +9,8 @@
                       fine-tuned, against the plain model fine-tuned as long
                       (App. G.1, Table 3)
 
-The models are `paper000.method_config`'s; the judge is `paper000.judge_gains`
-(the one 000-table1 uses) with each table's claimed gains.
+The models are `paper000.method_config`'s; each entry is judged by `power.judge_effect`
+on the smaller of the two gains (`paper000.gains_effect`, as 000-table1).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from benchmarks.claims.criteria import Criterion, PaperValue
 from benchmarks.claims.digits_runs import train
 from benchmarks.claims.ledger import entry, experiment
 from benchmarks.claims.paper000 import (
-    DIGITS_TEST_EXAMPLES, NAMES, PAPER, SCALE_METHODS, _layer_params, judge_gains, method_config,
-    resolution_gains)
+    _OVER_BASELINE, DIGITS_TEST_EXAMPLES, NAMES, PAPER, SCALE_METHODS, _layer_params, gains_effect,
+    method_config, resolution_gains)
 
 # Table 1, 24-layer DeiT-S: 81.1 and 81.3 against the reproduced 80.5 %.
 DEPTH24_GAINS = {"attn_scale": 0.006, "feat_scale": 0.008}
@@ -38,38 +38,14 @@ FINETUNE_LR_FACTOR = 0.1
 FINETUNE_WEIGHT_DECAY = 5e-4
 
 
-def _judge_depth24(measured: dict) -> str:
-  return judge_gains(measured, DEPTH24_GAINS)
+def _effect_gains(measured: dict) -> dict:
+  return criteria.accuracy_gains(measured["test_accuracy"], _OVER_BASELINE, DIGITS_TEST_EXAMPLES)
 
 
-def _resolution_depth24(measured: dict) -> dict:
-  return resolution_gains(measured, DEPTH24_GAINS, DEPTH24_CLAIMED)
-
-
-def _judge_finetune(measured: dict) -> str:
-  return judge_gains(measured, FINETUNE_GAINS)
-
-
-def _resolution_finetune(measured: dict) -> dict:
-  return resolution_gains(measured, FINETUNE_GAINS,
-                          "+0.3 points (CaiT-XXS: 77.8 % with either method vs 77.5 %; CaiT-S "
-                          "+0.2 / +0.3), fine-tuned 60 epochs from the pre-trained model (Table 3)")
-
-
-def gains_words(test_set: str = f"{DIGITS_TEST_EXAMPLES} test digits") -> str:
-  """`judge_gains` in words, its binomial term on `test_set`."""
-  return (
-    "Per method, the gain = its test accuracy − the plain model's of the same seed, its mean "
-    "over the seeds and s = `power`'s smallest resolvable difference (the larger of the 95 % "
-    f"paired t half-width and the binomial half-width on {test_set}). "
-    "inconclusive when s is not finite, or the interval mean ± s holds 0 while s exceeds the "
-    "claimed gain; not_reproduced when mean + s < 0, or the interval holds 0 although s is at "
-    "most the claimed gain; when mean − s > 0: reproduced if every seed is better and the mean "
-    "is at least the claimed gain, direction if every seed is better; the two methods' verdicts "
-    "combine as the worse (not_reproduced, then inconclusive) else reproduced only if both are.")
-
-
-_GAINS_WORDS = gains_words()
+FINETUNE_CLAIMED = ("+0.3 points (CaiT-XXS: 77.8 % with either method vs 77.5 %; CaiT-S +0.2 / "
+                    "+0.3), fine-tuned 60 epochs from the pre-trained model (Table 3)")
+_GAIN = ("the smaller of AttnScale's and FeatScale's test-accuracy gains over the plain model of "
+         f"the same seed on the {DIGITS_TEST_EXAMPLES} test digits (accuracy, a fraction)")
 
 criteria.declare(
     Criterion(
@@ -78,8 +54,8 @@ criteria.declare(
               "scratch: 81.1 % and 81.3 % against 80.5 % (reproduced; 81.0 reported).",
         kind="training_effect",
         words="Digits ViTs of 24 blocks (plain, AttnScale, FeatScale in the equations' form), "
-              "paired seeds, claimed gains +0.6 / +0.8 points. " + _GAINS_WORDS,
-        test=_judge_depth24, resolution=_resolution_depth24,
+              "paired seeds, claimed gains +0.6 / +0.8 points.",
+        effect=gains_effect(_effect_gains, _GAIN, DEPTH24_GAINS, DEPTH24_CLAIMED),
         paper_values=(
             PaperValue("Table 1, row DeiT-S (24 layers), column Top-1 Acc (%): reproduced "
                        "(reported)", "80.5 (81.0)"),
@@ -93,8 +69,8 @@ criteria.declare(
         kind="training_effect",
         words="Per seed the plain digits ViT of 000-table1-depth24, trained, then fine-tuned as "
               "it is, with AttnScale (ω = 0) or with FeatScale (s = t = 0) inserted: all three "
-              "start as the same function; claimed gains +0.3 / +0.3 points. " + _GAINS_WORDS,
-        test=_judge_finetune, resolution=_resolution_finetune,
+              "start as the same function; claimed gains +0.3 / +0.3 points.",
+        effect=gains_effect(_effect_gains, _GAIN, FINETUNE_GAINS, FINETUNE_CLAIMED),
         paper_values=(
             PaperValue("Table 3, row CaiT-XXS, column Top-1 Acc (%): reproduced (reported)",
                        "77.5 (77.6)"),

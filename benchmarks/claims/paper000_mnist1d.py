@@ -9,12 +9,12 @@ points against claimed gains of 0.6–1.1. MNIST-1D (`digits_runs.mnist1d`) is
 not saturated (the package's authors: about 94 % for a CNN, 68 % for an MLP)
 and its generator gives `MNIST1D_TEST_EXAMPLES` test signals, enough for about
 ±0.5 points. The models are `paper000.method_config`'s on its 20 tokens of two
-samples; the judge is `paper000.judge_gains`, the one the digits entries use.
+samples; judged as the digits entries are (`paper000.gains_effect`).
 """
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 from benchmarks.claims import criteria, probes
 from benchmarks.claims.criteria import Criterion, criterion_for
@@ -23,10 +23,10 @@ from benchmarks.claims.digits_runs import (
     mnist1d, train)
 from benchmarks.claims.ledger import entry, experiment
 from benchmarks.claims.paper000 import (
-    PAPER, SCALE_METHODS, TABLE1_CLAIMED, TABLE1_GAINS, judge_gains, method_config,
-    resolution_gains)
+    _OVER_BASELINE, PAPER, SCALE_METHODS, TABLE1_CLAIMED, TABLE1_GAINS, gains_effect,
+    method_config, resolution_gains)
 from benchmarks.claims.paper000_depth24 import (
-    ARMS, DEPTH24_CLAIMED, DEPTH24_GAINS, _gains_why, _t_minus_s, gains_words)
+    ARMS, DEPTH24_CLAIMED, DEPTH24_GAINS, _gains_why, _t_minus_s)
 
 WIDTH, BATCH = 32, 64
 # Steps per depth: 4 seeds × 3 arms fit the ledger's 45 minutes on two cores
@@ -41,52 +41,43 @@ _SIGNALS = "MNIST-1D signals"
 _SMALL_TEST_EXAMPLES = 200
 
 
-def _judge_depth12(measured: dict) -> str:
-  return judge_gains(measured, TABLE1_GAINS, MNIST1D_TEST_EXAMPLES)
-
-
-def _resolution_depth12(measured: dict) -> dict:
-  return resolution_gains(measured, TABLE1_GAINS, TABLE1_CLAIMED, MNIST1D_TEST_EXAMPLES, _SIGNALS)
-
-
-def _judge_depth24(measured: dict) -> str:
-  return judge_gains(measured, DEPTH24_GAINS, MNIST1D_TEST_EXAMPLES)
-
-
-def _resolution_depth24(measured: dict) -> dict:
-  return resolution_gains(measured, DEPTH24_GAINS, DEPTH24_CLAIMED, MNIST1D_TEST_EXAMPLES,
-                          _SIGNALS)
+def _effect_gains(measured: dict) -> dict:
+  return criteria.accuracy_gains(measured["test_accuracy"], _OVER_BASELINE,
+                                 measured["test_examples"])
 
 
 def _words(depth: int, claimed: str) -> str:
   return (f"MNIST-1D ViTs of {depth} blocks (plain, AttnScale, FeatScale in the equations' form) "
           f"trained on its {MNIST1D_TRAIN_EXAMPLES} training signals, {SEEDS_NOTE}, claimed gains "
-          f"{claimed}. " + gains_words(f"{MNIST1D_TEST_EXAMPLES} test signals"))
+          f"{claimed}.")
 
 
 class Depth(NamedTuple):
   """One depth's claim: its id here, the digits entry it carries to MNIST-1D
   (the claim and the paper's numbers), the claimed gains (as data and in
-  words), its judge and resolution."""
+  words) and the paper's gains in its words."""
   claim_id: str
   digits_id: str
   gains: dict
   claimed: str
-  test: Callable
-  resolution: Callable
+  claimed_words: str
 
 
 DEPTHS = {
     12: Depth("000-table1-mnist1d", "000-table1", TABLE1_GAINS, "+0.9 / +1.1 points",
-              _judge_depth12, _resolution_depth12),
+              TABLE1_CLAIMED),
     24: Depth("000-table1-depth24-mnist1d", "000-table1-depth24", DEPTH24_GAINS,
-              "+0.6 / +0.8 points", _judge_depth24, _resolution_depth24),
+              "+0.6 / +0.8 points", DEPTH24_CLAIMED),
 }
 
 criteria.declare(*(
     Criterion(id=d.claim_id, where=f"§5, Table 1 ({depth}-layer DeiT-S)",
               claim=criterion_for(d.digits_id).claim, kind="training_effect",
-              words=_words(depth, d.claimed), test=d.test, resolution=d.resolution,
+              words=_words(depth, d.claimed),
+              effect=gains_effect(
+                  _effect_gains, "the smaller of AttnScale's and FeatScale's test-accuracy gains "
+                  f"over the plain model of the same seed on the {MNIST1D_TEST_EXAMPLES} test "
+                  "signals (accuracy, a fraction)", d.gains, d.claimed_words),
               paper_values=criterion_for(d.digits_id).paper_values)
     for depth, d in DEPTHS.items()))
 

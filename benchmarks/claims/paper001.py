@@ -125,91 +125,51 @@ def _judge_drop_path(measured: dict) -> str:
   return "reproduced" if never_enlarged and expectation else "not_reproduced"
 
 
-def _judge_layer_norm(measured: dict) -> str:
-  pairs = _pairs(measured["lipsformer"], measured["swapped"])
-  if not all(base["outcome"] == "converged" for base, _ in pairs):
-    return "not_reproduced"
-  if all(swapped["outcome"] in ("not_converged", "diverged") for _, swapped in pairs):
-    return "reproduced"
-  worse = [s["outcome"] != "converged" or _accuracy(s) < _accuracy(b) for b, s in pairs]
-  gap = _gap(pairs)
-  if all(worse) and gap["difference"]["mean_difference"] > gap["smallest_resolvable"]:
-    return "direction"
-  return "not_reproduced"
+def _seed_gaps(base: dict, other: dict) -> dict[str, float]:
+  """Per seed, the mean over the learning rates of base − other test accuracy
+  (a failed run's as `_accuracy` counts it): the seeds are the replicates, the
+  rates are settings averaged within each seed."""
+  seeds = criteria.seed_labels(next(iter(other.values())))
+  return {s: float(np.mean([_accuracy(base[lr][s]) - _accuracy(other[lr][s]) for lr in other]))
+          for s in seeds}
 
 
-def _judge_dot_product(measured: dict) -> str:
-  pairs = _pairs(measured["lipsformer"], measured["swapped"])
-  if not all(base["outcome"] == "converged" for base, _ in pairs):
-    return "not_reproduced"
-  if all(swapped["outcome"] == "diverged" for _, swapped in pairs):
-    return "reproduced"
-  worse = [s["outcome"] != "converged" or _accuracy(s) < _accuracy(b) for b, s in pairs]
-  gap = _gap(pairs)
-  if all(worse) and gap["difference"]["mean_difference"] > gap["smallest_resolvable"]:
-    return "direction"
-  return "not_reproduced"
+def _test_term(*tables: dict) -> dict:
+  runs = [run for table in tables for run in _runs(table)]
+  return {"test_examples": TEST_EXAMPLES, "accuracy": float(np.mean([_accuracy(r) for r in runs]))}
 
 
-def _swap_resolution(claimed: str):
-  def resolution(measured: dict) -> dict:
-    return _gap(_pairs(measured["lipsformer"], measured["swapped"]), claimed)
-  return resolution
+def _effect_swap(measured: dict) -> dict:
+  return dict(_test_term(measured["lipsformer"], measured["swapped"]),
+              per_seed=_seed_gaps(measured["lipsformer"], measured["swapped"]))
 
 
 LARGE_ALPHAS = ("alpha 0.4", "alpha 1")
 SMALL_ALPHAS = ("alpha 1/L", "alpha 0.2")   # 0.2: measured since the α = 0.2 arm came back
 
 
-def _judge_alpha(measured: dict) -> str:
-  small = [run for arm in SMALL_ALPHAS if arm in measured for run in _runs(measured[arm])]
-  if not all(run["outcome"] == "converged" for run in small):
-    return "not_reproduced"
-  large = [run for arm in LARGE_ALPHAS for run in _runs(measured[arm])]
-  if all(run["outcome"] != "converged" for run in large):
-    return "reproduced"
-  worse, resolved = [], []
-  for arm in LARGE_ALPHAS:
-    pairs = _pairs(measured["alpha 1/L"], measured[arm])
-    worse += [s["outcome"] != "converged" or _accuracy(s) < _accuracy(b) for b, s in pairs]
-    gap = _gap(pairs)
-    resolved.append(gap["difference"]["mean_difference"] > gap["smallest_resolvable"])
-  return "direction" if all(worse) and all(resolved) else "not_reproduced"
+def _effect_alpha(measured: dict) -> dict:
+  return dict(_test_term(measured["alpha 1/L"], *[measured[a] for a in LARGE_ALPHAS]),
+              per_seed=criteria.seeds_min(*[_seed_gaps(measured["alpha 1/L"], measured[arm])
+                                            for arm in LARGE_ALPHAS]))
 
 
-def _alpha_resolution(measured: dict) -> dict:
-  arms = {arm: _gap(_pairs(measured["alpha 1/L"], measured[arm])) for arm in LARGE_ALPHAS}
-  return {"smallest_resolvable": max(a["smallest_resolvable"] for a in arms.values()),
-          "claimed_effect": "training fails at a large α (Table 3: α = 0.4 'Diverged') where "
-                            "α = 0.1–0.3 reach 81.3–81.6 %; a failed run here sits near chance, 10 %",
-          "basis": "per large α, the accuracy difference α = 1/L − that α: the larger of the 95 % "
-                   f"paired t half-width over the runs and the binomial half-width on "
-                   f"{TEST_EXAMPLES} test digits; the largest over the arms",
-          "per_arm": {arm: {"smallest_resolvable": a["smallest_resolvable"],
-                            "difference": a["difference"]} for arm, a in arms.items()}}
+def _effect_warmup(measured: dict) -> dict:
+  return dict(_test_term(measured["with_warmup"], measured["without"]),
+              per_seed=_seed_gaps(measured["with_warmup"], measured["without"]))
 
 
-def _warmup_gains(measured: dict) -> tuple[list[float], dict]:
-  """Per (lr, seed): accuracy with warmup − without; and `power`'s resolution of it."""
-  pairs = [(w, wo) for wo, w in _pairs(measured["without"], measured["with_warmup"])]
-  return [_accuracy(w) - _accuracy(wo) for w, wo in pairs], _gap(
-      pairs, "−0.4 points: 81.2 % with 5 epochs of warmup vs 81.6 % without (Table 3)")
+# A failed run: what Table 3's 'Diverged' / 'Not converge' cost against a trained one.
+FAILURE_SESOI = 0.1
+FAILURE_WHY = ("the paper's effect is a failure to train ('Diverged' / 'Not converge' against "
+               "81.6 %), not an accuracy in points; a failed run ends near chance (10 % here), so "
+               "a failure costs far more than 10 points, and an effect under 10 points is not "
+               "that failure")
 
 
-def _judge_warmup(measured: dict) -> str:
-  gains, gap = _warmup_gains(measured)
-  mean, smallest = gap["difference"]["mean_difference"], gap["smallest_resolvable"]
-  if all(g > 0 for g in gains) and mean > smallest:
-    return "not_reproduced"
-  if all(g < 0 for g in gains) and -mean > smallest:
-    return "direction"
-  if smallest > WARMUP_CLAIMED:
-    return "inconclusive"
-  return "reproduced" if all(g <= 0 for g in gains) else "not_reproduced"
-
-
-def _warmup_resolution(measured: dict) -> dict:
-  return _warmup_gains(measured)[1]
+def failure_effect(measure, describe: str, claimed_words: str) -> criteria.Effect:
+  return criteria.Effect(measure=measure, describe=describe, direction=1, sesoi=FAILURE_SESOI,
+                         sesoi_why=FAILURE_WHY, claimed=None, claimed_words=claimed_words)
 
 
 # Table 3 (ablations of LipsFormer-CSwin-T, 100 epochs), as printed: one declaration
@@ -296,17 +256,12 @@ criteria.declare(
         claim="With LayerNorm in place of CenterNorm, LipsFormer-CSwin-T does not converge without "
               "warmup (the loss oscillates); with CenterNorm it converges (81.6 %).",
         kind="training_effect",
-        words="Per (lr, seed), the LayerNorm model against LipsFormer of the same lr and seed "
-              "(digits, no warmup). not_reproduced when LipsFormer does not converge in every "
-              "run; reproduced when the LayerNorm model does not converge or diverges in every "
-              "run; direction when, in every run, it fails or ends with a lower test accuracy "
-              "than LipsFormer and the mean accuracy difference exceeds `power`'s smallest "
-              "resolvable difference (the larger of the 95 % paired t half-width and the binomial "
-              "half-width on 360 test digits); otherwise not_reproduced.",
-        test=_judge_layer_norm,
-        resolution=_swap_resolution("training fails: Table 3 gives LayerNorm 'Not converge' where "
-                                    "CenterNorm reaches 81.6 %; a failed run here sits near "
-                                    "chance, 10 %"),
+        words="Digits, no warmup, learning rates 2e-3 and 1e-2.",
+        effect=failure_effect(
+            _effect_swap, "LipsFormer's test accuracy minus the LayerNorm model's, each the mean "
+            "over the two learning rates of that seed (a diverged run counts 0)",
+            "training fails: Table 3 gives LayerNorm 'Not converge' where CenterNorm reaches "
+            "81.6 %; a failed run here sits near chance, 10 %"),
         paper_values=(TABLE3["Normalization", "LayerNorm"],
                       TABLE3["Normalization", "CenterNorm"])),
     Criterion(
@@ -314,17 +269,12 @@ criteria.declare(
         claim="With dot-product attention in place of SCSA, LipsFormer-CSwin-T diverges without "
               "warmup (forward values explode); with SCSA it trains (81.6 %).",
         kind="training_effect",
-        words="Per (lr, seed), the dot-product model against LipsFormer of the same lr and seed "
-              "(digits, no warmup). not_reproduced when LipsFormer does not converge in every "
-              "run; reproduced when the dot-product model diverges (a NaN/inf loss) in every "
-              "run; direction when, in every run, it fails to converge or ends with a lower test "
-              "accuracy than LipsFormer and the mean accuracy difference exceeds `power`'s "
-              "smallest resolvable difference (the larger of the 95 % paired t half-width and "
-              "the binomial half-width on 360 test digits); otherwise not_reproduced.",
-        test=_judge_dot_product,
-        resolution=_swap_resolution("training diverges: Table 3 gives Dot Product 'Diverged' "
-                                    "where SCSA reaches 81.6 %; a diverged run here counts as "
-                                    "accuracy 0"),
+        words="Digits, no warmup, learning rates 2e-3 and 1e-2.",
+        effect=failure_effect(
+            _effect_swap, "LipsFormer's test accuracy minus the dot-product model's, each the "
+            "mean over the two learning rates of that seed (a diverged run counts 0)",
+            "training diverges: Table 3 gives Dot Product 'Diverged' where SCSA reaches 81.6 %; "
+            "a diverged run here counts as accuracy 0"),
         paper_values=(TABLE3["Attention", "Dot Product"],
                       TABLE3["Attention", "SCSA"])),
     Criterion(
@@ -332,14 +282,13 @@ criteria.declare(
         claim="With a large initial residual weight α the network diverges or does not converge "
               "(α = 0.4 diverges); small ones train (α = 0.1, 0.2, 0.3: 81.4, 81.6, 81.3 %).",
         kind="training_effect",
-        words="Digits runs (no warmup) with α = 1/L (and 0.2 where measured) as the small α and "
-              "α = 0.4 and 1 as the large ones. not_reproduced when a small-α run does not "
-              "converge; reproduced when every large-α run does not converge or diverges; "
-              "direction when every large-α run fails or ends with a lower test accuracy than "
-              "the α = 1/L run of the same lr and seed, and for each large α the mean accuracy "
-              "difference exceeds `power`'s smallest resolvable difference; otherwise "
-              "not_reproduced.",
-        test=_judge_alpha, resolution=_alpha_resolution,
+        words="Digits, no warmup, learning rates 2e-3 and 1e-2; α = 0.2 is reported, not judged.",
+        effect=failure_effect(
+            _effect_alpha, "the smaller over α = 0.4 and α = 1 of the α = 1/L model's test "
+            "accuracy minus that α's, each the mean over the two learning rates of that seed "
+            "(a diverged run counts 0)",
+            "training fails at a large α (Table 3: α = 0.4 'Diverged') where α = 0.1–0.3 reach "
+            "81.3–81.6 %; a failed run here sits near chance, 10 %"),
         paper_values=(TABLE3["Alpha", "α=0.1"],
                       TABLE3["Alpha", "α=0.2"],
                       TABLE3["Alpha", "α=0.3"],
@@ -349,16 +298,17 @@ criteria.declare(
         claim="5 epochs of learning-rate warmup bring no further improvement to LipsFormer-CSwin-T "
               "(81.2 % with warmup, 81.6 % without).",
         kind="training_effect",
-        words="Per (lr, seed), the gain g = test accuracy with a linear warmup over the first 5 % "
-              "of the steps − without (a diverged run counts 0), and s = `power`'s smallest "
-              "resolvable difference (the larger of the 95 % paired t half-width and the binomial "
-              "half-width on 360 test digits). not_reproduced when g > 0 in every run and the "
-              "mean gain exceeds s (warmup helps, resolvably); direction when g < 0 in every run "
-              "and the mean loss exceeds s (no improvement, but a loss larger than the paper's "
-              "0.4 points); otherwise inconclusive when s exceeds the paper's 0.4 points (the "
-              "setup cannot resolve the claimed difference); otherwise reproduced when g ≤ 0 in "
-              "every run, else not_reproduced.",
-        test=_judge_warmup, resolution=_warmup_resolution,
+        words="Digits, learning rates 2e-3 and 1e-2, warmup linear over the first 5 % of the steps.",
+        effect=criteria.Effect(
+            measure=_effect_warmup,
+            describe="the test accuracy with warmup minus without, each the mean over the two "
+                     "learning rates of that seed (a diverged run counts 0)",
+            direction=0, sesoi=WARMUP_CLAIMED,
+            sesoi_why="the paper's 81.2 % with warmup against 81.6 % without, read as no effect "
+                      "of warmup either way beyond the paper's own 0.4-point difference",
+            claimed=-WARMUP_CLAIMED,
+            claimed_words="−0.4 points: 81.2 % with 5 epochs of warmup vs 81.6 % without "
+                          "(Table 3)"),
         paper_values=(TABLE3["Warmup", "No"],
                       TABLE3["Warmup", "Yes"])),
     Criterion(

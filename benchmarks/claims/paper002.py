@@ -185,6 +185,28 @@ def _resolution_cover(measured: dict) -> dict:
           "nearest_change_px": change}
 
 
+def _effect_fig2(measured: dict) -> dict:
+  moved = _ending(measured, "_mean_centre_displacement")
+  return {"per_seed": {s: moved[s] - MOVED_PX for s in criteria.seed_labels(moved)}}
+
+
+def _effect_fig3(measured: dict) -> dict:
+  trained, init = measured["mean_centre_distance_per_layer"], measured["at_init"]
+  if len(next(iter(trained.values()))) < 3:
+    return "fewer than 3 layers: no gap between layers 1–2 and the later ones"
+  return {"per_seed": {s: _gap(trained[s]) - _gap(init[s]) for s in criteria.seed_labels(trained)}}
+
+
+def _effect_cover(measured: dict) -> dict:
+  trained, init = measured["mean_nearest_centre_distance_per_layer"], measured["at_init"]
+  return {"per_seed": {s: float(np.mean(trained[s]) - np.mean(init[s]))
+                       for s in criteria.seed_labels(trained)}}
+
+
+_HALF_PIXEL = (f"{criteria.NO_NUMBER}; {MOVED_PX} px, half a pixel (an α = 0.5 head is about a "
+               "pixel wide), is the smallest move that puts a head on another pixel")
+
+
 criteria.declare(
     Criterion(
         id="002-thm1", where="§3, Thm. 1, Lemma 1",
@@ -216,43 +238,43 @@ criteria.declare(
         claim="During training the heads of layer 4 move from their random initial positions "
               "and attend to specific pixels, forming a grid around the query pixel.",
         kind="training_effect",
-        words=f"Per seed, from layer 4's mean centre displacement from its initial position "
-              f"and its mean α at init and at the end: inconclusive if the centres moved less "
-              f"than {MOVED_PX} px (still their random start); reproduced if they moved "
-              f"≥ {MOVED_PX} px and α grew (sharper heads); otherwise not reproduced. The "
-              f"grid itself is not measured (no distance to the integer shifts is stored). "
-              + _SEEDS_COMBINED,
-        test=_judge_fig2,
-        resolution=_resolution_fig2),
+        words="The grid itself is not measured (no distance to the integer shifts is stored); "
+              "α at init and at the end is reported, not judged.",
+        effect=criteria.Effect(
+            measure=_effect_fig2,
+            describe=f"layer 4's mean centre displacement from its initial position minus "
+                     f"{MOVED_PX} px (a displacement is never negative: the floor is the move "
+                     "that counts as leaving the start), in pixels",
+            direction=1, sesoi=MOVED_PX, sesoi_why=_HALF_PIXEL, claimed=None,
+            claimed_words="heads leave their random start for specific pixels on a grid around "
+                          "the query (Fig. 2 prints no number: shifts of a pixel or more)")),
     Criterion(
         id="002-fig3", where="§4.2, Fig. 3",
         claim="In the first few layers (layers 1 and 2) the heads focus on local patterns, "
               "while deeper layers (layers 3–6) also attend to larger patterns by positioning "
               "the centre of attention further from the query pixel.",
         kind="training_effect",
-        words=f"Per seed, from each layer's mean distance of the centres to the query pixel, "
-              f"trained and at init. The measurements hold these per-layer means, not the "
-              f"initial positions, so movement is judged by the change of a layer's mean "
-              f"distance (a lower bound on how far its centres moved): inconclusive if no "
-              f"layer's mean changed by {MOVED_PX} px or more, or there are fewer than 3 "
-              f"layers; reproduced if layers 1–2's mean is below the mean of the later layers "
-              f"and below layers 1–2's at init; direction if only the first holds; otherwise "
-              f"not reproduced. " + _SEEDS_COMBINED,
-        test=_judge_fig3,
-        resolution=_resolution_fig3),
+        words="",
+        effect=criteria.Effect(
+            measure=_effect_fig3,
+            describe="the gap (the later layers' mean centre distance to the query minus layers "
+                     "1–2's) trained minus the same gap at init, in pixels",
+            direction=1, sesoi=MOVED_PX, sesoi_why=_HALF_PIXEL, claimed=None,
+            claimed_words="layers 1–2's centres near the query, layers 3–6's further away "
+                          "(Fig. 3 prints no number)")),
     Criterion(
         id="002-fig3-cover", where="§4.2, Figs. 3, 10",
         claim="Attention heads do not overlap and seem to take an arrangement maximising the "
               "coverage of the input space.",
         kind="training_effect",
-        words=f"Per seed, from each layer's mean distance from a centre to its nearest other "
-              f"centre, trained and at init, and its relative growth (mean over layers, "
-              f"trained / init − 1): inconclusive if no layer's mean changed by {MOVED_PX} px "
-              f"or more (the spacing is still the random start's); reproduced if it grew by "
-              f"≥ {100 * COVER_GROWTH:.0f} %; direction if it grew at all; otherwise not "
-              f"reproduced. " + _SEEDS_COMBINED,
-        test=_judge_cover,
-        resolution=_resolution_cover),
+        words="",
+        effect=criteria.Effect(
+            measure=_effect_cover,
+            describe="the mean over layers of the distance from a centre to its nearest other "
+                     "centre, trained minus at init, in pixels",
+            direction=1, sesoi=MOVED_PX, sesoi_why=_HALF_PIXEL, claimed=None,
+            claimed_words="heads spread out to cover the input, none overlapping (Figs. 3, 10 "
+                          "print no number)")),
     Criterion(
         id="002-fig4", where="§4.2, Figs. 4, 5 (the table beside Fig. 4; repeated in Fig. 9)",
         claim="The six-layer self-attention model with quadratic encoding reaches 0.938 test "
@@ -419,8 +441,10 @@ def centres_entries(name: str, ids: tuple[str, str, str], seeds, small, steps: i
                                               for h in gaussian_heads(params)])
     runs[seed] = (run, run.records)
     print(f"[{name}] seed {seed}: acc {run.test_accuracy:.3f}", flush=True)
-  setup = (f"Digits, patch {patch} ({grid}×{grid} tokens, 2×2 space-to-depth stem as the paper's invertible "
-           f"down-sampling), `configs/digits_quadratic.py` with {depth} layers of {heads} quadratic heads, "
+  setup = (f"Digits, patch {patch} ({grid}×{grid} tokens: the space-to-depth stem with block "
+           f"{patch}, " + ("no down-sampling, each pixel a token, where the paper down-samples 2×2"
+                           if patch == 1 else "the paper's 2×2 invertible down-sampling")
+           + f"), `configs/digits_quadratic.py` with {depth} layers of {heads} quadratic heads, "
            f"width {width}, SGD 0.1·{batch}/100 momentum 0.9, wd 1e-4, batch {batch}, {steps} steps; centres initialised "
            "N(0, 2²I) and α = 0.5 (standard deviation 2, as the authors' code draws them; the paper "
            "writes N(0, 2I₂)); seeds "

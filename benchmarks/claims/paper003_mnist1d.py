@@ -28,7 +28,6 @@ from benchmarks.claims.criteria import Criterion, PaperValue
 from benchmarks.claims.digits_runs import (
     MNIST1D_IMAGE_SHAPE, MNIST1D_PATCH_SIZE, MNIST1D_TRAIN_EXAMPLES, accuracy, mnist1d, train)
 from benchmarks.claims.ledger import entry, experiment
-from benchmarks.claims.paper000 import _combined, judge_gains, resolution_gains
 from benchmarks.claims.paper003 import PAPER, TABLE2_MINUS, TABLE2_VIT, VARIANTS, variant_config
 
 DATA_ID, FULL_ID, TABLE4_ID = "003-table2-data-mnist1d", "003-table2-full-mnist1d", "003-table4-mnist1d"
@@ -76,31 +75,9 @@ def _gain(printed: dict, better: str, worse: str) -> float:
   return (float(printed[better]) - float(printed[worse])) / 100
 
 
-def _view(table: dict, better: str, worse: str) -> dict:
-  """`judge_gains`' measurements for `better` over `worse` (its baseline)."""
-  return {"test_accuracy": {"baseline": table[worse], better: table[better]}}
-
-
-def judge_order(table: dict, printed: dict, order, test_examples: int) -> str:
-  """Each (better, worse) pair of `order` judged by `paper000.judge_gains` on
-  `table` ({arm: {"seed s": accuracy}}) with the paper's difference as the
-  claimed gain; the pairs' verdicts combined by `paper000._combined`."""
-  return _combined([judge_gains(_view(table, b, w), {b: _gain(printed, b, w)}, test_examples)
-                    for b, w in order])
-
-
-def resolution_order(table: dict, printed: dict, order, test_examples: int) -> dict:
-  """`judge_order`'s resolution: per pair `paper000.resolution_gains`'."""
-  pairs = {}
-  for b, w in order:
-    gain = _gain(printed, b, w)
-    out = resolution_gains(_view(table, b, w), {b: gain}, "", test_examples, _SIGNALS)
-    pairs[f"{b} − {w}"] = {"smallest_resolvable": out["smallest_resolvable"],
-                           "claimed_gain": gain, "difference": out[b]["difference"]}
-  return {"smallest_resolvable": max(p["smallest_resolvable"] for p in pairs.values()),
-          "basis": "per pair, the larger of the 95 % paired t half-width over the seeds and "
-                   f"the binomial half-width of a difference on {test_examples} "
-                   f"{_SIGNALS}; the largest pair's", **pairs}
+def _order_effect(table: dict, order, test_examples: int) -> dict:
+  """Per seed, the smallest gain better − worse over the pairs of `order`."""
+  return criteria.accuracy_gains(table, tuple(order), test_examples)
 
 
 def _claimed(printed: dict, order) -> str:
@@ -108,64 +85,47 @@ def _claimed(printed: dict, order) -> str:
                    f"({printed[b]} vs {printed[w]} %)" for b, w in order)
 
 
-def _judge_data(measured: dict) -> str:
-  return judge_order(measured["test_accuracy"]["10%"], TABLE2["10%"], DATA_ORDER, TEST_EXAMPLES)
+def _effect_data(measured: dict) -> dict:
+  return _order_effect(measured["test_accuracy"]["10%"], DATA_ORDER, TEST_EXAMPLES)
 
 
-def _judge_full(measured: dict) -> str:
-  return judge_order(measured["test_accuracy"]["100%"], TABLE2["100%"], FULL_ORDER,
-                     TEST_EXAMPLES)
+def _effect_full(measured: dict) -> dict:
+  return _order_effect(measured["test_accuracy"]["100%"], FULL_ORDER, TEST_EXAMPLES)
 
 
 def _table4_printed(severity: int) -> dict:
   return {arm: values[severity - 1] for arm, values in TABLE4.items()}
 
 
-def _judge_table4(measured: dict) -> str:
-  return _combined([judge_order(measured["corrupted_accuracy"][str(s)], _table4_printed(s),
-                                TABLE4_ORDER, CORRUPTED_PER_SEVERITY) for s in SEVERITY_LEVELS])
+def _effect_table4(measured: dict) -> dict:
+  """Per seed, the smaller over the pairs of the gain's mean over the five
+  intensities."""
+  table = measured["corrupted_accuracy"]
+  mean = {arm: {s: float(sum(table[str(k)][arm][s] for k in SEVERITY_LEVELS)) / len(SEVERITY_LEVELS)
+                for s in criteria.seed_labels(table["1"][arm])} for arm in VARIANTS}
+  return _order_effect(mean, TABLE4_ORDER, CORRUPTED_PER_SEVERITY)
 
 
-def _resolution_data(measured: dict) -> dict:
-  out = resolution_order(measured["test_accuracy"]["10%"], TABLE2["10%"], DATA_ORDER,
-                         TEST_EXAMPLES)
-  return {"claimed_effect": _claimed(TABLE2["10%"], DATA_ORDER) + " (Table 2, 10 % of CIFAR-100)",
-          **out}
+def _smallest_gain(printed_by: list[dict], order) -> float:
+  """The paper's smallest pair gain (as a fraction), each pair's averaged over `printed_by`."""
+  return min(sum(_gain(p, b, w) for p in printed_by) / len(printed_by) for b, w in order)
 
 
-def _resolution_full(measured: dict) -> dict:
-  out = resolution_order(measured["test_accuracy"]["100%"], TABLE2["100%"], FULL_ORDER,
-                         TEST_EXAMPLES)
-  return {"claimed_effect": _claimed(TABLE2["100%"], FULL_ORDER) + " (Table 2, all of CIFAR-100)",
-          **out}
+def _order_effect_declaration(measure, what: str, printed_by: list[dict], order, n: str,
+                              claimed_words: str) -> criteria.Effect:
+  smallest = _smallest_gain(printed_by, order)
+  pairs = ", ".join(f"{NAMES[b]} − {NAMES[w]}" for b, w in order)
+  return criteria.Effect(
+      measure=measure, describe=f"the smaller of the test-accuracy gains {pairs} of the same "
+      f"seed{what} on {n} (a fraction)", direction=1, sesoi=smallest,
+      sesoi_why=f"the paper's smaller gain, {100 * smallest:+.2f} points, {criteria.PAPER_EFFECT}",
+      claimed=smallest, claimed_words=claimed_words)
 
 
-def _resolution_table4(measured: dict) -> dict:
-  per = {str(s): resolution_order(measured["corrupted_accuracy"][str(s)], _table4_printed(s),
-                                  TABLE4_ORDER, CORRUPTED_PER_SEVERITY) for s in SEVERITY_LEVELS}
-  return {"smallest_resolvable": max(p["smallest_resolvable"] for p in per.values()),
-          "claimed_effect": "; ".join(f"intensity {s}: {_claimed(_table4_printed(s), TABLE4_ORDER)}"
-                                      for s in SEVERITY_LEVELS) + " (Table 4, CIFAR-100-C)",
-          "basis": f"per intensity and pair as for Table 2, on {CORRUPTED_PER_SEVERITY} corrupted "
-                   f"{_SIGNALS} per intensity; the largest",
-          **{f"intensity {s}": p for s, p in per.items()}}
-
-
-_ORDER_WORDS = (
-    "Each pair (better, worse) is judged by `paper000.judge_gains` with the paper's difference "
-    "as the claimed gain: the gain = better − worse in the same seed, s = the larger of the 95 % "
-    "paired t half-width over the seeds and the binomial half-width of a difference on {n}; "
-    "inconclusive when s is not finite, or mean ± s holds 0 while s exceeds the claimed gain; "
-    "not_reproduced when mean + s < 0, or mean ± s holds 0 although s is at most the claimed "
-    "gain; when mean − s > 0: reproduced if every seed is better and the mean reaches the claimed "
-    "gain, direction if every seed is better. The pairs combine as the worse (not_reproduced, "
-    "then inconclusive), reproduced only if all are, else direction.")
-
-
-def _words(what: str, order, n: str) -> str:
+def _words(what: str, order) -> str:
   pairs = ", ".join(f"({NAMES[b]}, {NAMES[w]})" for b, w in order)
   return (f"MNIST-1D ViTs of {DEPTH} blocks (ViT, ViT⁻ with Λ = −ψ², ViT⁺ with Λ = +ψ²) {what}, "
-          f"{SEEDS_NOTE}; pairs {pairs}. " + _ORDER_WORDS.format(n=n))
+          f"{SEEDS_NOTE}; pairs (better, worse) {pairs}.")
 
 
 def _values(printed: dict, where: str) -> tuple[PaperValue, ...]:
@@ -181,8 +141,10 @@ criteria.declare(
               f"{TABLE2['10%']['plus']} % (ViT-Ti⁻ / ViT-Ti / ViT-Ti⁺, CIFAR-100).",
         kind="training_effect",
         words=_words(f"trained on 10 % of its {MNIST1D_TRAIN_EXAMPLES} training signals",
-                     DATA_ORDER, f"{TEST_EXAMPLES} test signals"),
-        test=_judge_data, resolution=_resolution_data,
+                     DATA_ORDER),
+        effect=_order_effect_declaration(
+            _effect_data, "", [TABLE2["10%"]], DATA_ORDER, f"{TEST_EXAMPLES} test signals",
+            _claimed(TABLE2["10%"], DATA_ORDER) + " (Table 2, 10 % of CIFAR-100)"),
         paper_values=_values(TABLE2["10%"], "Table 2, column 10%")),
     Criterion(
         id=FULL_ID, where="§5, Table 2 (100 %)",
@@ -190,9 +152,10 @@ criteria.declare(
               f"{TABLE2['100%']['standard']} / {TABLE2['100%']['minus']} / "
               f"{TABLE2['100%']['plus']} % (ViT-Ti / ViT-Ti⁻ / ViT-Ti⁺, CIFAR-100).",
         kind="training_effect",
-        words=_words(f"trained on all {MNIST1D_TRAIN_EXAMPLES} training signals", FULL_ORDER,
-                     f"{TEST_EXAMPLES} test signals"),
-        test=_judge_full, resolution=_resolution_full,
+        words=_words(f"trained on all {MNIST1D_TRAIN_EXAMPLES} training signals", FULL_ORDER),
+        effect=_order_effect_declaration(
+            _effect_full, "", [TABLE2["100%"]], FULL_ORDER, f"{TEST_EXAMPLES} test signals",
+            _claimed(TABLE2["100%"], FULL_ORDER) + " (Table 2, all of CIFAR-100)"),
         paper_values=_values(TABLE2["100%"], "Table 2, column 100%")),
     Criterion(
         id=TABLE4_ID, where="§5, Table 4",
@@ -202,10 +165,13 @@ criteria.declare(
         kind="training_effect",
         words=_words("trained on all training signals and scored on six 1-D proxies of "
                      "Hendrycks & Dietterich's corruptions (`corrupt1d`), at each intensity "
-                     "1–5 the accuracy over the six", TABLE4_ORDER,
-                     f"{CORRUPTED_PER_SEVERITY} corrupted test signals per intensity")
-              + " The five intensities combine as the pairs do.",
-        test=_judge_table4, resolution=_resolution_table4,
+                     "1–5 the accuracy over the six", TABLE4_ORDER),
+        effect=_order_effect_declaration(
+            _effect_table4, ", each the mean over the five intensities",
+            [_table4_printed(s) for s in SEVERITY_LEVELS], TABLE4_ORDER,
+            f"{CORRUPTED_PER_SEVERITY} corrupted test signals per intensity",
+            "; ".join(f"intensity {s}: {_claimed(_table4_printed(s), TABLE4_ORDER)}"
+                      for s in SEVERITY_LEVELS) + " (Table 4, CIFAR-100-C)"),
         paper_values=tuple(PaperValue(f"Table 4, row {row}, intensity {s}", value)
                            for row, values in zip(("ViT-Ti", "ViT-Ti⁻", "ViT-Ti⁺"),
                                                   TABLE4.values())

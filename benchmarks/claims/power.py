@@ -89,3 +89,53 @@ def judge_effect(low: float, high: float, sesoi: float, direction: int) -> str:
   if high < sesoi:
     return "not_reproduced"
   return "inconclusive"
+
+
+def judge_no_effect(low: float, high: float, sesoi: float) -> str:
+  """The verdict of a claimed absence of effect ("MHA does not change the
+  entropy") from its paired 95 % interval: `judge_effect` mirrored. reproduced:
+  the interval excludes every effect of at least `sesoi` either way (it lies
+  inside (−sesoi, sesoi)); not_reproduced: it excludes 0 (an effect was
+  found); otherwise inconclusive. An interval that holds 0 is never
+  not_reproduced."""
+  if not sesoi > 0:
+    raise ValueError(f"sesoi={sesoi!r} must be a positive number")
+  if not low <= high:
+    raise ValueError(f"interval [{low}, {high}] must have low <= high")
+  if -sesoi < low and high < sesoi:
+    return "reproduced"
+  if low > 0 or high < 0:
+    return "not_reproduced"
+  return "inconclusive"
+
+
+def seed_interval(per_seed: Sequence[float], floor: float = 0.0) -> dict[str, float]:
+  """The 95 % interval of the mean of per-seed effects (each already a paired
+  difference, or a change from a start of 0): mean ± max(t half-width, `floor`).
+  `floor` is a half-width that the seeds cannot see, e.g. the test-set term
+  (`difference_half_width`) when every seed is scored on the same examples."""
+  values = np.asarray(per_seed, float)
+  half = max(t_half_width(values), floor)
+  mean = float(values.mean())
+  return {"mean_difference": mean, "low": mean - half, "high": mean + half,
+          "half_width": half}
+
+
+def paired_accuracy_difference(correct_a: Sequence[bool], correct_b: Sequence[bool]) -> dict:
+  """The accuracy difference a − b of two arms scored on the same test examples,
+  from their per-example correctness (paired: the same example in both), and its
+  95 % interval (normal approximation to the mean of the per-example
+  differences, each −1, 0 or +1). Narrower than `difference_half_width`, which
+  counts the arms as independent: examples both arms get right or both get
+  wrong add nothing to the variance."""
+  a = np.asarray(correct_a, float)
+  b = np.asarray(correct_b, float)
+  if a.shape != b.shape or a.ndim != 1 or a.size < 2:
+    raise ValueError(f"correctness arrays of one shape (n,), n >= 2; got {a.shape} and {b.shape}")
+  if not np.all(np.isin(a, (0, 1))) or not np.all(np.isin(b, (0, 1))):
+    raise ValueError("correctness arrays hold 0/1 (or booleans) only")
+  diff = a - b
+  mean = float(diff.mean())
+  half = Z95 * float(diff.std(ddof=1)) / math.sqrt(diff.size)
+  return {"mean_difference": mean, "low": mean - half, "high": mean + half, "half_width": half,
+          "examples": int(diff.size), "only_a": int((diff > 0).sum()), "only_b": int((diff < 0).sum())}
