@@ -450,6 +450,13 @@ def main(argv):
   # and kept off the accelerators (`data.tensorflow_import`).
   from vit_spectral.data import tensorflow_import  # pylint: disable=import-outside-toplevel
   tensorflow_import.import_tensorflow()
+  if not _FLAGS.dry_run.value:   # a missing data set is one line before any JAX work
+    from vit_spectral.data import input_pipeline  # pylint: disable=import-outside-toplevel
+    try:
+      input_pipeline.get_builder(settings.input.dataset, settings.input.data_dir,
+                                 settings.input.download)
+    except errors.RunError as e:
+      _exit_now(f"error: {_first_line(e)}", FAILURE_EXIT_CODE)
 
   import jax  # pylint: disable=import-outside-toplevel
   if _FLAGS.target.value:  # compiled for the named TPU slice: no local accelerator needed
