@@ -72,7 +72,8 @@ class DryRunReport:
     eval_batch_size: global eval batch, rounded up to fit the mesh.
     meta: the data set as the model sees it (`input_pipeline.planned_meta`).
     total_steps: the run's optimizer steps (epochs converted).
-    num_params: parameters of the model (not counting optimizer state or EMA).
+    num_params: parameters of the model (one seed's; not counting optimizer
+      state or EMA).
     flops: matmul FLOPs of one train step per device, every layer (module
       docstring).
     xla_flops: XLA's count of all the compiled step's FLOPs per device,
@@ -156,13 +157,16 @@ def _gib(num_bytes: int) -> str:
 
 
 def abstract_batch(batch_size: int, image_shape: tuple[int, ...],
-                   mesh: jax.sharding.Mesh) -> dict[str, jax.ShapeDtypeStruct]:
+                   mesh: jax.sharding.Mesh, num_seeds: int = 1
+                   ) -> dict[str, jax.ShapeDtypeStruct]:
   """The train batch as ShapeDtypeStructs split over "data" × "fsdp": {"image":
-  (B, H, W, C) float32, "label": (B,) int32}."""
-  data = sharding.batch_sharding(mesh)
-  return {"image": jax.ShapeDtypeStruct((batch_size, *image_shape), jnp.float32,
+  (B, H, W, C) float32, "label": (B,) int32}; (K, B, ...) for K seeds
+  (`training.replicas`)."""
+  data = sharding.batch_sharding(mesh, replica_axis=num_seeds > 1)
+  lead = (num_seeds,) if num_seeds > 1 else ()
+  return {"image": jax.ShapeDtypeStruct((*lead, batch_size, *image_shape), jnp.float32,
                                         sharding=data),
-          "label": jax.ShapeDtypeStruct((batch_size,), jnp.int32, sharding=data)}
+          "label": jax.ShapeDtypeStruct((*lead, batch_size), jnp.int32, sharding=data)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,7 +193,7 @@ class Plan:
 
   @property
   def num_params(self) -> int:
-    return trainer.count_params(self.state.params)
+    return trainer.count_params(self.state.params) // self.steps.num_seeds
 
   @property
   def backend_defaults(self) -> dict[str, Any]:
@@ -220,7 +224,8 @@ def plan(config: Any, devices: Sequence[jax.Device] | None = None) -> Plan:
   state = jax.tree_util.tree_map(
       lambda leaf, s: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=s),
       setup.steps.abstract_state, setup.steps.state_sharding)
-  batch = abstract_batch(setup.sections.input.batch_size, setup.meta.image_shape, setup.mesh)
+  batch = abstract_batch(setup.sections.input.batch_size, setup.meta.image_shape, setup.mesh,
+                         setup.run.num_seeds)
   return Plan(setup.sections, setup.mesh, setup.meta, setup.run.total_steps, setup.steps,
               state, batch)
 

@@ -313,7 +313,9 @@ def target_dry_run(config, target_name: str, *, suggest_fixes: bool = True) -> T
       target=target.name, description=target.describe(), chips=target.num_chips,
       device_word=target.device_word, peak_flops=target.peak_flops,
       flops_source="HLO" if on_tpu else "jaxpr",
-      mesh_shape=dict(step.mesh.shape), batch_size=step.sections.input.batch_size,
+      # Images per step: every seed's batch (config.num_seeds).
+      mesh_shape=dict(step.mesh.shape),
+      batch_size=step.sections.input.batch_size * step.steps.num_seeds,
       num_params=step.num_params, memory=memory, hbm_bytes=target.memory_bytes,
       flops=flops, compiled_flops=costs.compiled_flops,
       bytes_accessed=costs.bytes_accessed,

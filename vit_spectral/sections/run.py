@@ -40,6 +40,9 @@ class RunSettings:
 
   Attributes:
     seed: seeds parameter init, dropout, Mixup/CutMix and the input order.
+    num_seeds: K: trains seeds seed ... seed + K - 1 as one program, a leading
+      replica axis on the state and the batch (`training.replicas`); each
+      final metric is then a list of K values in seed order. 1 = no axis.
     total_steps: optimizer steps of the run; or
     num_epochs: the run's length in epochs (exactly one of the two; the other
       None or 0).
@@ -76,6 +79,7 @@ class RunSettings:
   SECTION = "config"
 
   seed: int = 0
+  num_seeds: int = 1
   total_steps: int | None = None
   num_epochs: float | None = None
   log_every: int = 100
@@ -126,6 +130,11 @@ class RunSettings:
                          "(parameter-path regex, partition spec) rules; the default "
                          "(None) is sharding.tensor_parallel_rules(), ((\".*\", ()),) "
                          "replicates all")
+    settings_lib.require(
+        isinstance(self.num_seeds, int) and not isinstance(self.num_seeds, bool)
+        and self.num_seeds >= 1,
+        f"config.num_seeds={self.num_seeds!r} must be an int >= 1 (1 = one seed, "
+        "config.seed; K trains seeds seed ... seed + K - 1 in one program)")
     settings_lib.check_range(self.label_smoothing, "config.label_smoothing", 0, 1,
                              high_open=True)
     settings_lib.check_range(self.ema_decay, "config.ema_decay", 0, 1, high_open=True)
@@ -138,6 +147,11 @@ class RunSettings:
   @property
   def uses_ema(self) -> bool:
     return self.ema_decay > 0
+
+  @property
+  def seeds(self) -> tuple[int, ...]:
+    """The seeds trained: seed ... seed + num_seeds - 1."""
+    return tuple(range(self.seed, self.seed + self.num_seeds))
 
 
 def run_settings(config: Any) -> RunSettings:

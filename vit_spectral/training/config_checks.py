@@ -130,7 +130,8 @@ def check_config(config) -> TrainingSettings:
 
 def check_across_sections(sections: TrainingSettings) -> None:
   """What needs two sections: the schedule against the run's length, EMA
-  for the corruption evaluation's EMA parameters."""
+  for the corruption evaluation's EMA parameters, what config.num_seeds > 1
+  refuses (`check_num_seeds`)."""
   run, optim = sections.run, sections.optim
   # Durations in epochs are known only with the data set (the schedule checks them).
   if run.total_steps and optim.warmup_epochs is None and optim.cooldown_epochs is None:
@@ -139,6 +140,26 @@ def check_across_sections(sections: TrainingSettings) -> None:
       not (sections.robustness.enabled and sections.robustness.use_ema)
       or sections.run.uses_ema,
       "robustness.use_ema=True needs config.ema_decay > 0")
+  check_num_seeds(sections)
+
+
+def check_num_seeds(sections: TrainingSettings) -> None:
+  """What config.num_seeds > 1 cannot combine with yet, one line each."""
+  k = sections.run.num_seeds
+  if k == 1:
+    return
+  refused = (
+      (f"diagnostics.every={sections.diagnostics.every}", sections.diagnostics.enabled,
+       "set --config.diagnostics.every=None, or run each seed on its own"),
+      (f"init_from.path={sections.init_from.path!r}", sections.init_from.enabled,
+       "fine-tune each seed in a run of its own (config.num_seeds=1)"),
+      ("config.on_nonfinite='rollback'", sections.run.on_nonfinite == "rollback",
+       "use 'stop' (one seed's rollback would skip every seed's batches), or run "
+       "each seed on its own"),
+  )
+  for field, present, remedy in refused:
+    settings_lib.require(not present, f"config.num_seeds={k} cannot be combined with "
+                         f"{field} yet: {remedy}")
 
 
 def validate_config(config, num_devices: int | None = None) -> TrainingSettings:

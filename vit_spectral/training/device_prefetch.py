@@ -59,12 +59,13 @@ class DevicePrefetch:
   """
 
   def __init__(self, host_iterator: Iterator[dict[str, Any]], mesh: Mesh,
-               size: int = DEFAULT_SIZE):
+               size: int = DEFAULT_SIZE, replica_axis: bool = False):
     if not isinstance(size, int) or isinstance(size, bool) or size < 0:
       raise ValueError(f"device prefetch size={size!r} must be an int >= 0")
     self.size = size
     self._host = iter(host_iterator)
     self._mesh = mesh
+    self._replica_axis = replica_axis
     self._ready: collections.deque[dict[str, jax.Array]] = collections.deque()
     self._error: BaseException | None = None   # what the host iterator raised
     self._exhausted = False
@@ -84,7 +85,7 @@ class DevicePrefetch:
     except Exception as e:  # raised, unchanged, when its turn comes (`__next__`)
       self._error = e
       return
-    self._ready.append(sharding.global_batch(host_batch, self._mesh))
+    self._ready.append(sharding.global_batch(host_batch, self._mesh, self._replica_axis))
 
   def __next__(self) -> dict[str, jax.Array]:
     while len(self._ready) <= self.size and not (self._exhausted or self._error):
@@ -99,7 +100,8 @@ class DevicePrefetch:
 
 
 def prefetch_to_device(host_iterator: Iterator[dict[str, Any]], mesh: Mesh,
-                       size: int = DEFAULT_SIZE) -> DevicePrefetch:
-  """`host_iterator`'s batches as global arrays on `mesh` (`sharding.global_batch`),
-  `size` of them already transferred ahead of the one each `next()` returns."""
-  return DevicePrefetch(host_iterator, mesh, size)
+                       size: int = DEFAULT_SIZE, replica_axis: bool = False) -> DevicePrefetch:
+  """`host_iterator`'s batches as global arrays on `mesh` (`sharding.global_batch`;
+  stacked seeds' batches with `replica_axis`), `size` of them already
+  transferred ahead of the one each `next()` returns."""
+  return DevicePrefetch(host_iterator, mesh, size, replica_axis)

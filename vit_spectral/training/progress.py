@@ -53,9 +53,17 @@ def rate(steps_per_s: float) -> str:
   return f"{steps_per_s:.1f}" if steps_per_s >= 10 else f"{steps_per_s:.2f}"
 
 
-def format_metrics(metrics: Mapping[str, float]) -> str:
-  """`name=value, ...` by name, 4 significant digits."""
-  return ", ".join(f"{name}={significant(float(value))}"
+def shown_value(value: float | Sequence[float]) -> str:
+  """A metric with 4 significant digits; one per seed, `[a, b]`, for a list
+  (`config.num_seeds`)."""
+  if isinstance(value, (list, tuple)):
+    return "[" + ", ".join(significant(float(v)) for v in value) + "]"
+  return significant(float(value))
+
+
+def format_metrics(metrics: Mapping[str, float | Sequence[float]]) -> str:
+  """`name=value, ...` by name, 4 significant digits (`shown_value`)."""
+  return ", ".join(f"{name}={shown_value(value)}"
                    for name, value in sorted(metrics.items()))
 
 
@@ -66,7 +74,7 @@ def metrics_table(metrics: Mapping[str, float], indent: int = 2) -> str:
   if not metrics:
     return ""
   names = [str(name) for name in metrics]
-  values = [significant(float(value)) for value in metrics.values()]
+  values = [shown_value(value) for value in metrics.values()]
   name_width, value_width = max(map(len, names)), max(map(len, values))
   return "\n".join(f"{' ' * indent}{name:<{name_width}}  {value:>{value_width}}"
                    for name, value in zip(names, values))

@@ -152,9 +152,11 @@ def batch_axes(mesh: Mesh) -> tuple[str, ...]:
   return tuple(axis for axis in BATCH_AXES if axis in mesh.axis_names)
 
 
-def batch_sharding(mesh: Mesh) -> NamedSharding:
-  """Leading (batch) dimension split over "data" × "fsdp", the rest replicated."""
-  return NamedSharding(mesh, P(batch_axes(mesh)))
+def batch_sharding(mesh: Mesh, replica_axis: bool = False) -> NamedSharding:
+  """Leading (batch) dimension split over "data" × "fsdp", the rest replicated;
+  with `replica_axis`, the batch dimension is the second, after an unsharded
+  seed axis (`replicas`)."""
+  return NamedSharding(mesh, P(*(None,) * replica_axis, batch_axes(mesh)))
 
 
 def replicated(mesh: Mesh) -> NamedSharding:
@@ -299,9 +301,10 @@ def split_blocks_by_batch(fn: Callable, mesh: Mesh) -> Callable:
   return step
 
 
-def global_batch(local_batch: dict[str, np.ndarray], mesh: Mesh) -> dict[str, jax.Array]:
+def global_batch(local_batch: dict[str, np.ndarray], mesh: Mesh,
+                 replica_axis: bool = False) -> dict[str, jax.Array]:
   """Assembles each host's slice of the batch into global arrays split over
-  "data" × "fsdp" (`batch_sharding`)."""
-  sharding = batch_sharding(mesh)
+  "data" × "fsdp" (`batch_sharding`; (K, B_local, ...) with `replica_axis`)."""
+  sharding = batch_sharding(mesh, replica_axis)
   return {k: jax.make_array_from_process_local_data(sharding, np.asarray(v))
           for k, v in local_batch.items()}

@@ -20,7 +20,9 @@ reads. Recipe options (all off by default): `config.mixup` (`mixing`),
 from pretrained weights, `initial_state`), `config.diagnostics` (`diagnostics`;
 per-layer scalars of the papers on fixed eval images), `config.logging`
 (`wandb_writer`; a Weights & Biases run beside TensorBoard, continued on a
-resume), epoch-valued cadences (`durations`).
+resume), epoch-valued cadences (`durations`), `config.num_seeds` (`replicas`:
+K seeds in one program over a leading replica axis; each metric then a list
+of K values in seed order, logged as `<name>_seed<seed>`).
 
 Output: the metric writer's lines (absl INFO) and the run's log file
 (`run_log`); on a terminal, INFO goes to the log file only and process 0
@@ -52,18 +54,13 @@ from vit_spectral.training import durations, init_from, mixing, robustness, run_
 from vit_spectral.durability import resume
 from vit_spectral.training import device_prefetch, diagnostics
 from vit_spectral.durability import preemption, stream_state
-from vit_spectral.training import progress, wandb_writer
+from vit_spectral.training import progress, replicas, wandb_writer
 from vit_spectral.durability import workdir_lock
 from vit_spectral import backends, errors
 from vit_spectral.data import input_pipeline
 from vit_spectral.models.build import ModelSpec
 from vit_spectral.sections.run import RunSettings, TrainingSettings, run_settings
 from vit_spectral.training.train_state import TrainState
-
-
-# Stream id folded into the seed's key for Mixup/CutMix; the init and dropout
-# keys come from splitting the same key, so this stream is independent of them.
-_MIX_STREAM = 3
 
 
 class NonFiniteLossError(errors.RunError, FloatingPointError):
@@ -81,31 +78,36 @@ def total_train_steps(config, num_train_examples: int) -> int:
                                num_train_examples)
 
 
-def _check_finite(step: int, values: Any, last_checkpoint: int | None) -> None:
+def _check_finite(step: int, values: Any, last_checkpoint: int | None,
+                  seeds: tuple[int, ...] = ()) -> None:
   """Raises NonFiniteLossError when the loss or the gradient norm of `step`
-  (`values`: (loss, grad_norm), device scalars) is NaN or Inf."""
-  loss, grad_norm = (float(v) for v in values)
-  if not (np.isfinite(loss) and np.isfinite(grad_norm)):
+  (`values`: (loss, grad_norm), device scalars, or (K,) over `seeds`) is NaN
+  or Inf."""
+  loss, grad_norm = (np.atleast_1d(np.asarray(v, np.float64)) for v in values)
+  bad = ~(np.isfinite(loss) & np.isfinite(grad_norm))
+  if bad.any():
+    k = int(np.argmax(bad))
+    which = f" of seed {seeds[k]}" if len(loss) > 1 else ""
     raise NonFiniteLossError(
-        f"training loss is {loss} (gradient norm {grad_norm}) at step {step}; the last "
+        f"training loss{which} is {loss[k]} (gradient norm {grad_norm[k]}) at step {step}; the last "
         f"checkpoint is at step {last_checkpoint}. Lower optim.learning_rate, add warmup "
         f"or clipping (optim.grad_clip_norm), or set config.on_nonfinite='rollback', "
         f"then rerun: it resumes from that checkpoint.", step=step)
 
 
 def evaluate(eval_step, params, input_config, mesh, *,
-             prefix: str = "eval_") -> dict[str, float]:
+             prefix: str = "eval_") -> dict[str, float | list[float]]:
   """One full pass over the eval split of `input_config`; padded examples are
-  masked out."""
+  masked out. Each metric a float, or a list of K (`replicas.value`)."""
   dataset, num_batches = input_pipeline.create_eval_dataset(input_config)
   total = None
   for batch in dataset.take(num_batches).as_numpy_iterator():
     batch_metrics = eval_step(params, sharding.global_batch(batch, mesh))
     total = batch_metrics if total is None else total.merge(batch_metrics)
-  return {f"{prefix}{k}": float(v) for k, v in total.compute().items()}
+  return {f"{prefix}{k}": replicas.value(v) for k, v in total.compute().items()}
 
 
-def evaluate_all(eval_step, state, input_config, mesh) -> dict[str, float]:
+def evaluate_all(eval_step, state, input_config, mesh) -> dict[str, Any]:
   """Clean eval of the params, and of the EMA params beside them (`eval_ema_*`)."""
   metrics = evaluate(eval_step, state.params, input_config, mesh)
   if state.ema_params is not None:
@@ -115,7 +117,7 @@ def evaluate_all(eval_step, state, input_config, mesh) -> dict[str, float]:
 
 
 def evaluate_corruptions(eval_step, state, settings: robustness.RobustnessSettings,
-                         input_config, mesh) -> dict[str, float]:
+                         input_config, mesh) -> dict[str, Any]:
   """Accuracy on every corruption × severity of `settings`, summarised per
   severity (`vit_spectral.training.robustness`)."""
   params = state.ema_params if settings.use_ema else state.params
@@ -123,7 +125,7 @@ def evaluate_corruptions(eval_step, state, settings: robustness.RobustnessSettin
   for corrupted in robustness.corrupted_sets(settings, input_config):
     metrics = evaluate(eval_step, params, corrupted.input_config, mesh, prefix="")
     accuracies[(corrupted.corruption, corrupted.severity)] = metrics["accuracy"]
-  return robustness.summarize(accuracies)
+  return replicas.per_seed(robustness.summarize, accuracies)
 
 
 def corruption_due(settings: robustness.RobustnessSettings, step: int,
@@ -143,14 +145,18 @@ class ShardedSteps:
     model: the model (`TrainingSettings.model` built with the data set's classes).
     init: rng -> TrainState (params, optimizer state, EMA copy).
     state_from_params: params -> the step-0 TrainState holding them (fresh
-      optimizer state, EMA = params): fine-tuning's start (`initial_state`).
-    init_rng: the key `init` takes (from config.seed).
+      optimizer state, EMA = params): fine-tuning's start (`initial_state`;
+      one seed only).
+    init_rng: the key `init` takes (from config.seed; (K,) keys for K seeds).
     abstract_state: jax.eval_shape of init: ShapeDtypeStructs, no memory.
     state_sharding: NamedShardings of the TrainState (config.sharding_rules).
     train_step: jitted (state, batch) -> (state, TrainMetrics), the state
       donated; batch = {"image": (B, H, W, C) float32, "label": (B,) int32},
-      split over "data" × "fsdp" (`sharding.batch_sharding`).
+      split over "data" × "fsdp" (`batch_sharding`).
     eval_step: jitted (params, batch + "mask": (B,) bool) -> EvalMetrics.
+    num_seeds: K; with K > 1 the state, the train batch and the metrics have
+      a leading replica axis of K (`replicas`); the eval batch does not.
+    batch_sharding: the train batch's NamedSharding.
   """
 
   model: Any
@@ -161,6 +167,8 @@ class ShardedSteps:
   state_sharding: Any
   train_step: Callable
   eval_step: Callable
+  num_seeds: int = 1
+  batch_sharding: Any = None
 
 
 def count_params(params: Any) -> int:
@@ -179,11 +187,12 @@ def sharded_steps(model_spec: ModelSpec, run: RunSettings, optim_settings: optim
   model = model_spec.build(meta.num_classes, backends.for_devices(mesh.devices.flat))
   tx, schedule = optim.make_optimizer(optim_settings, run.total_steps,
                                       batch_size=batch_size)
-  init_rng, dropout_rng = jax.random.split(jax.random.key(run.seed))
+  # Per seed the keys of a one-seed run; K seeds: (K,) keys, a replica axis.
+  init_rng, dropout_rng, mix_rng = replicas.seed_keys(run.seeds)
   mix_fn = mixing.make_mix_fn(mix_settings, meta.num_classes)
-  mix_rng = jax.random.fold_in(jax.random.key(run.seed), _MIX_STREAM)
+  k = run.num_seeds
 
-  def init(rng):
+  def init_one(rng):
     dummy = jnp.zeros((1, *meta.image_shape), jnp.float32)
     params = model.init({"params": rng}, dummy, train=False)["params"]
     return TrainState(step=jnp.zeros((), jnp.int32), params=params,
@@ -198,23 +207,33 @@ def sharded_steps(model_spec: ModelSpec, run: RunSettings, optim_settings: optim
                       opt_state=tx.init(params),
                       ema_params=copy(params) if run.uses_ema else None)
 
+  init = replicas.over_seeds(init_one, k, in_axes=0, out_axes=replicas.STATE_AXES)
   abstract_state = jax.eval_shape(init, init_rng)
-  state_sharding = sharding.tree_shardings(abstract_state, mesh, run.sharding_rules)
-  data_sharding = sharding.batch_sharding(mesh)
+  # One seed's layout; K seeds add an unsharded leading axis.
+  state_sharding = replicas.with_replica_axis(sharding.tree_shardings(
+      jax.eval_shape(init_one, jax.random.key(0)), mesh, run.sharding_rules), k)
+  data_sharding = sharding.batch_sharding(mesh, replica_axis=k > 1)
   repl = sharding.replicated(mesh)
+  def seed_step(state, batch, base_rng, mix_rng):
+    return steps.train_step(state, batch, model=model, tx=tx, schedule=schedule,
+                            base_rng=base_rng, label_smoothing=run.label_smoothing,
+                            ema_decay=run.ema_decay, mix_fn=mix_fn, mix_rng=mix_rng)
+
+  one_step = replicas.over_seeds(seed_step, k, in_axes=(replicas.STATE_AXES, 0, 0, 0),
+                                 out_axes=(replicas.STATE_AXES, 0))
   # The blocks' token stream split by batch: "fsdp" gathers weights per layer.
   train_step = jax.jit(
-      sharding.split_blocks_by_batch(functools.partial(
-          steps.train_step, model=model, tx=tx, schedule=schedule, base_rng=dropout_rng,
-          label_smoothing=run.label_smoothing, ema_decay=run.ema_decay, mix_fn=mix_fn,
-          mix_rng=mix_rng), mesh),
+      sharding.split_blocks_by_batch(
+          lambda state, batch: one_step(state, batch, dropout_rng, mix_rng), mesh),
       in_shardings=(state_sharding, data_sharding), out_shardings=(state_sharding, repl),
       donate_argnums=0)
+  # Every seed's params on the same eval batch.
   eval_step = jax.jit(
-      sharding.split_blocks_by_batch(functools.partial(steps.eval_step, model=model), mesh),
-      in_shardings=(state_sharding.params, data_sharding), out_shardings=repl)
+      sharding.split_blocks_by_batch(replicas.over_seeds(
+          functools.partial(steps.eval_step, model=model), k, in_axes=(0, None)), mesh),
+      in_shardings=(state_sharding.params, sharding.batch_sharding(mesh)), out_shardings=repl)
   return ShardedSteps(model, init, state_from_params, init_rng, abstract_state,
-                      state_sharding, train_step, eval_step)
+                      state_sharding, train_step, eval_step, k, data_sharding)
 
 
 def initial_state(settings: init_from.InitFromSettings, jitted: ShardedSteps) -> TrainState:
@@ -300,7 +319,7 @@ def set_up(settings: TrainingSettings | Any, devices=None,
 
 
 def train_and_evaluate(settings: TrainingSettings | Any, workdir: str,
-                       devices=None) -> dict[str, float]:
+                       devices=None) -> dict[str, Any]:
   """Trains `settings` in `workdir` (resuming if it holds a checkpoint) on
   `devices` (default: all; a resume may use other devices than the run it
   resumes, `stream_state`). `settings` are the config's typed sections as
@@ -315,7 +334,8 @@ def train_and_evaluate(settings: TrainingSettings | Any, workdir: str,
 
   Returns:
     The final evaluation metrics ({"eval_loss", "eval_accuracy"}, plus
-    "eval_ema_*" with EMA and the "corrupt_*" metrics with config.robustness).
+    "eval_ema_*" with EMA and the "corrupt_*" metrics with config.robustness);
+    with config.num_seeds = K > 1 each a list of K values in seed order.
 
   Raises:
     errors.RunError: a failure with a message meant for the user (invalid
@@ -339,7 +359,7 @@ def train_and_evaluate(settings: TrainingSettings | Any, workdir: str,
 
 
 def _train(setup: RunSetup, workdir: str, leaving: contextlib.ExitStack,
-           line: progress.ProgressLine | None = None) -> dict[str, float]:
+           line: progress.ProgressLine | None = None) -> dict[str, Any]:
   """The loop of `train_and_evaluate`, run while holding the workdir;
   `leaving` closes the checkpointer however the loop ends; `line` is the
   terminal's progress line (None: not a terminal, or not process 0)."""
@@ -351,14 +371,16 @@ def _train(setup: RunSetup, workdir: str, leaving: contextlib.ExitStack,
   jitted = setup.steps
   abstract_state, state_sharding = jitted.abstract_state, jitted.state_sharding
   train_step, eval_step = jitted.train_step, jitted.eval_step
-  num_params = count_params(abstract_state.params)
-  logging.info("model: %d parameters", num_params)
+  seeds = run.seeds  # K > 1: every metric a list of K values in this order
+  num_params = count_params(abstract_state.params) // len(seeds)
+  logging.info("model: %d parameters; seeds %s", num_params, list(seeds))
 
   # SIGTERM/SIGINT from here on: the loop saves an agreed step and stops.
   signals = leaving.enter_context(preemption.StopSignals())
   # Restore the newest readable checkpoint (one whose structure fits this
   # config) and where its stream stood, or initialise.
   previous_config = resume.previous_config(workdir)
+  _check_same_seeds(previous_config, run)
   ckpt = leaving.enter_context(checkpointing.Checkpointer(
       os.path.join(workdir, "checkpoints"), save_every=run.checkpoint_every,
       keep=run.keep_checkpoints, async_save=run.async_checkpointing))
@@ -392,13 +414,13 @@ def _train(setup: RunSetup, workdir: str, leaving: contextlib.ExitStack,
   def batches_after(step: int, position: stream_state.StreamState):
     """The batches of steps step + 1 ... total_steps from `position`, each on
     the devices `input.device_prefetch` steps before its step (none read
-    past the last)."""
+    past the last); K seeds: each seed's own stream, stacked (`replicas`)."""
+    streams = [input_pipeline.create_train_dataset(
+        input_config, seed=seed, stream_shards=position.shards,
+        start_example=position.examples, rows=rows).as_numpy_iterator() for seed in seeds]
     return device_prefetch.prefetch_to_device(
-        itertools.islice(input_pipeline.create_train_dataset(
-            input_config, seed=run.seed, stream_shards=position.shards,
-            start_example=position.examples, rows=rows).as_numpy_iterator(),
-            max(total_steps - step, 0)),
-        mesh, input_config.device_prefetch)
+        itertools.islice(replicas.stacked(streams), max(total_steps - step, 0)),
+        mesh, input_config.device_prefetch, replica_axis=len(seeds) > 1)
 
   train_iter = batches_after(start_step, stream)
   report = periodic_actions.ReportProgress(num_train_steps=total_steps, writer=writer)
@@ -408,7 +430,8 @@ def _train(setup: RunSetup, workdir: str, leaving: contextlib.ExitStack,
     shown.note(f"resumed from the checkpoint at step {start_step}")
   shown.show()
   if start_step == 0:
-    writer.write_hparams({"num_params": num_params, "total_steps": total_steps})
+    writer.write_hparams({"num_params": num_params, "total_steps": total_steps,
+                          "num_seeds": len(seeds)})
   diagnose = None
   if sections.diagnostics.enabled:
     diagnose = diagnostics.Diagnostics(sections.diagnostics, jitted.model, input_config,
@@ -418,7 +441,7 @@ def _train(setup: RunSetup, workdir: str, leaving: contextlib.ExitStack,
 
   train_metrics = None
   pending = None  # (step, (loss, grad norm)) of the previous step, checked one step late
-  eval_metrics: dict[str, float] = {}
+  eval_metrics: dict[str, Any] = {}
   stream_step = start_step  # `stream` is the position after this step
   step = start_step
   stopped = False
@@ -433,7 +456,7 @@ def _train(setup: RunSetup, workdir: str, leaving: contextlib.ExitStack,
         record_config()
       # Checking the previous step's values keeps the device one step ahead.
       if pending is not None:
-        _check_finite(*pending, ckpt.latest_step())
+        _check_finite(*pending, ckpt.latest_step(), seeds)
       pending = (step, (step_metrics.loss.compute(), step_metrics.grad_norm.compute()))
       train_metrics = (step_metrics if train_metrics is None
                        else train_metrics.merge(step_metrics))
@@ -443,16 +466,17 @@ def _train(setup: RunSetup, workdir: str, leaving: contextlib.ExitStack,
 
       is_last = step == total_steps
       if step % run.log_every == 0 or is_last:
-        _check_finite(*pending, ckpt.latest_step())
+        _check_finite(*pending, ckpt.latest_step(), seeds)
         # Python floats: the metrics line shows 6 significant digits, not 16.
-        logged = {f"train_{k}": float(v) for k, v in train_metrics.compute().items()}
-        writer.write_scalars(step, logged)
-        shown.metrics(loss=logged["train_loss"], accuracy=logged["train_accuracy"])
+        logged = {f"train_{k}": replicas.value(v) for k, v in train_metrics.compute().items()}
+        writer.write_scalars(step, replicas.scalars(logged, seeds))
+        shown.metrics(loss=replicas.mean(logged["train_loss"]),
+                      accuracy=replicas.mean(logged["train_accuracy"]))
         train_metrics = None
       if step % run.eval_every == 0 or is_last:
         with report.timed("eval"):
           eval_metrics = evaluate_all(eval_step, state, input_config, mesh)
-        writer.write_scalars(step, eval_metrics)
+        writer.write_scalars(step, replicas.scalars(eval_metrics, seeds))
         shown.results(step, eval_metrics)
       if diagnose is not None and sections.diagnostics.due(step, total_steps):
         with report.timed("diagnostics"):
@@ -461,12 +485,12 @@ def _train(setup: RunSetup, workdir: str, leaving: contextlib.ExitStack,
         with report.timed("corruption_eval"):
           corrupt_metrics = evaluate_corruptions(eval_step, state, sections.robustness,
                                                  input_config, mesh)
-        writer.write_scalars(step, corrupt_metrics)
+        writer.write_scalars(step, replicas.scalars(corrupt_metrics, seeds))
         shown.results(step, corrupt_metrics)
         eval_metrics.update(corrupt_metrics)
       stopped = signals.should_stop(step)  # every process, every step
       if step % run.checkpoint_every == 0 or is_last or stopped:
-        _check_finite(*pending, ckpt.latest_step())
+        _check_finite(*pending, ckpt.latest_step(), seeds)
         ckpt.save(step, state, force=is_last or stopped,
                   stream=stream.advanced(step - stream_step).to_json())
     except NonFiniteLossError as error:
@@ -493,14 +517,27 @@ def _train(setup: RunSetup, workdir: str, leaving: contextlib.ExitStack,
     if sections.robustness.enabled:
       eval_metrics.update(evaluate_corruptions(eval_step, state, sections.robustness,
                                                input_config, mesh))
-    writer.write_scalars(int(state.step), eval_metrics)
+    writer.write_scalars(int(state.step), replicas.scalars(eval_metrics, seeds))
   ckpt.close()  # waits for the last save: final_metrics.json follows a finished checkpoint
   writer.flush()
   if jax.process_index() == 0:
-    (epath.Path(workdir) / "final_metrics.json").write_text(
-        json.dumps(dict(eval_metrics, step=int(state.step)), indent=2))
+    final = dict(eval_metrics, step=int(state.step))
+    if len(seeds) > 1:
+      final["seeds"] = list(seeds)
+    (epath.Path(workdir) / "final_metrics.json").write_text(json.dumps(final, indent=2))
   shown.note(f"final (step {int(state.step)}): {progress.format_metrics(eval_metrics)}")
   return eval_metrics
+
+
+def _check_same_seeds(previous_config: dict | None, run: RunSettings) -> None:
+  """Stops a resume whose config.num_seeds differs from the workdir's."""
+  if previous_config is None:
+    return
+  before = previous_config.get("num_seeds", 1)
+  if before != run.num_seeds:
+    raise errors.ConfigMismatchError(
+        f"config.num_seeds={run.num_seeds}, but this workdir trains {before} seed(s) "
+        f"(its config.json): resume with --config.num_seeds={before}, or pass a new --workdir")
 
 
 def _restore_or_initialise(ckpt: checkpointing.Checkpointer, jitted: ShardedSteps,
