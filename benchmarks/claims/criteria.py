@@ -116,7 +116,9 @@ class Effect:
     if len(per_seed) < 2:
       return None, (f"{len(per_seed)} seed: no interval over seeds (a training effect needs "
                     "at least 2, the ledger 3)")
-    floor = 0.0
+    # The test-set term: the paired per-example half-width a measure computed
+    # ("test_term"), or the binomial one of two independent arms.
+    floor = float(out.get("test_term", 0.0))
     if "test_examples" in out:
       floor = power.difference_half_width(out["accuracy"], out["test_examples"])
     interval = power.seed_interval(list(per_seed.values()), floor)
@@ -144,6 +146,9 @@ class Effect:
                   basis=f"no per-seed interval: {reason}")
     seeds = len(interval["per_seed"])
     basis = f"95 % t-interval over {seeds} seeds of the per-seed effect"
+    if interval["test_term"] and not interval["test_examples"]:
+      basis += (f", widened to at least the paired per-example half-width on the shared test "
+                f"set (±{interval['test_term']:.4g})")
     if interval["test_examples"]:
       basis += (f", widened to at least the binomial half-width of a difference of two "
                 f"accuracies on {interval['test_examples']} shared test examples (±"

@@ -11,6 +11,8 @@ recipe's `config.model`, optimised by `training.optim.make_optimizer` from its
   `data.digits.digits_split_indices`, scaled to [0, 1] as the input pipeline does.
 - `mnist1d()`: MNIST-1D (Greydanus 2020), generated offline by the `mnist1d`
   package, with a test set large enough to resolve gains of under a point.
+- `idx_images("fashion_mnist" | "mnist")`: the 60,000 / 10,000 real 28×28
+  images of `data.idx_files` (the headline experiments, issue 56).
 
 Each seed fixes the initialisation, the dropout stream and the order of the
 examples (a fresh permutation per epoch), so a run is reproducible on one
@@ -115,6 +117,33 @@ def mnist1d(test_examples: int = MNIST1D_TEST_EXAMPLES) -> Split:
                      f"signals; asked for {MNIST1D_TRAIN_EXAMPLES} / {test_examples} "
                      "(test_examples must be a multiple of 10 so the classes stay balanced)")
   return split
+
+
+@functools.cache
+def idx_images(name: str, data_dir: str | None = None) -> Split:
+  """Fashion-MNIST or MNIST (60,000 / 10,000, (N, 28, 28, 1)) from the idx files
+  `data.idx_files` finds and checks, scaled to [0, 1] and normalised by the
+  data set's statistics as the `fashion_mnist_vit` recipe's pipeline does.
+
+  Raises:
+    FileNotFoundError: the idx files are not on this machine (one line naming
+      how to install them).
+  """
+  import os  # noqa: PLC0415
+  from vit_spectral.data import idx_files  # noqa: PLC0415
+  from vit_spectral.data.statistics import dataset_statistics  # noqa: PLC0415
+  data_dir = data_dir or os.path.expanduser(os.environ.get("TFDS_DATA_DIR",
+                                                           "~/tensorflow_datasets"))
+  paths = idx_files.find(name, data_dir)
+  if paths is None:
+    raise FileNotFoundError(idx_files.missing_message(name, data_dir))
+  stats = dataset_statistics(name)
+  read = lambda part, skip: np.frombuffer(
+      idx_files.read_checked(name, part, paths[part])[skip:], np.uint8)
+  images = lambda part: ((read(part, 16).reshape(-1, 28, 28, 1).astype(np.float32) / 255.0
+                          - stats.mean[0]) / stats.std[0])
+  return Split(name, images("train_data"), read("train_labels", 8).astype(np.int32),
+               images("test_data"), read("test_labels", 8).astype(np.int32))
 
 
 @dataclasses.dataclass

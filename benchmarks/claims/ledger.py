@@ -50,7 +50,7 @@ VERDICTS = criteria.VERDICTS
 KINDS = criteria.KINDS
 KEYS = ("id", "paper", "where", "claim", "kind", "criterion", "criterion_fingerprint",
         "paper_values", "resolution", "setup", "command", "measured", "verdict", "why")
-OPTIONAL_KEYS = ("figure", "history")
+OPTIONAL_KEYS = ("figure", "history", "headline")
 HISTORY_KEYS = ("criterion", "criterion_fingerprint", "verdict", "reason", "date")
 
 
@@ -212,6 +212,8 @@ def check_entry(entry: dict[str, Any]) -> None:
       raise ValueError(f"claim {name}: each paper value is {{'where', 'value'}}, got {value}")
   if entry["kind"] == "training_effect" and entry["verdict"] != "not_testable":
     check_effect_resolution(name, entry["verdict"], entry["resolution"])
+  if "headline" in entry and (entry["headline"] is not True or entry["kind"] != "training_effect"):
+    raise ValueError(f"claim {name}: headline is true on a training effect, or absent")
   for record in entry.get("history", []):
     if set(record) != set(HISTORY_KEYS) or not str(record["reason"]).strip():
       raise ValueError(f"claim {name}: a history record has {list(HISTORY_KEYS)}, "
