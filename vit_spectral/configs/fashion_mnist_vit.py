@@ -1,11 +1,13 @@
 r"""A small ViT on Fashion-MNIST (70,000 real 28×28 grey images), offline.
 
-Launch (CPU, about MINUTES minutes on 2 cores, compile and preparing the data
-set included; Debian's `dataset-fashion-mnist` package supplies the images):
+Launch (CPU; 18 min 51 s measured on 2 cores that other jobs shared, load
+5-7, preparing the data set included; Debian's `dataset-fashion-mnist` package
+supplies the images):
 
   python train.py --config=fashion_mnist_vit --workdir=workdir/fashion_mnist_vit
 
-Expected: ACCURACY test accuracy on the 10,000 test images (seed 0).
+Expected: >= 80% test accuracy on the 10,000 test images (seed 0 reached 83.4%,
+2026-12-06).
 `fashion_mnist_vit.py:dataset=mnist` trains the same model on MNIST.
 
 Model: 4×4 patches on the 28×28 image (49 tokens + CLS), width 64, depth 4,
