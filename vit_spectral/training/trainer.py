@@ -88,10 +88,12 @@ def _check_finite(step: int, values: Any, last_checkpoint: int | None,
   if bad.any():
     k = int(np.argmax(bad))
     which = f" of seed {seeds[k]}" if len(loss) > 1 else ""
+    # config.num_seeds > 1 refuses rollback (config_checks.check_num_seeds).
+    rollback = "" if len(loss) > 1 else ", or set config.on_nonfinite='rollback'"
     raise NonFiniteLossError(
         f"training loss{which} is {loss[k]} (gradient norm {grad_norm[k]}) at step {step}; the last "
         f"checkpoint is at step {last_checkpoint}. Lower optim.learning_rate, add warmup "
-        f"or clipping (optim.grad_clip_norm), or set config.on_nonfinite='rollback', "
+        f"or clipping (optim.grad_clip_norm){rollback}, "
         f"then rerun: it resumes from that checkpoint.", step=step)
 
 
