@@ -34,7 +34,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from vit_spectral.data.digits import digits_split_indices, rescale_to_uint8
 from vit_spectral.models import build_model
 from vit_spectral.training.optim import make_optimizer, peak_learning_rate
 from vit_spectral.training.steps import cross_entropy
@@ -77,6 +76,9 @@ class Split:
 def digits() -> Split:
   """The 1437 / 360 split of `data.digits`, (N, 8, 8, 1) in [0, 1]."""
   from sklearn import datasets  # noqa: PLC0415
+  # data.digits registers a TFDS builder (TensorFlow): imported only here, so the
+  # real-image runs (`idx_images`) stay TensorFlow-free, as on a lent GPU.
+  from vit_spectral.data.digits import digits_split_indices, rescale_to_uint8  # noqa: PLC0415
   data = datasets.load_digits()
   images = rescale_to_uint8(data.images).astype(np.float32)[..., None] / 255.0
   train, test = digits_split_indices()
@@ -236,6 +238,19 @@ def _compiled(config, steps: int, batch_size: int, smoothing: float):
   return _COMPILED[key]
 
 
+_SEEDS_CHUNK: dict[int, Any] = {}
+
+
+def _seeds_chunk(run_chunk):
+  """`run_chunk` over a leading seed axis of params, optimizer state, example
+  indices and dropout key (images, labels, steps and rate shared): one program."""
+  if id(run_chunk) not in _SEEDS_CHUNK:
+    inner = run_chunk.__wrapped__
+    _SEEDS_CHUNK[id(run_chunk)] = jax.jit(jax.vmap(
+        inner, in_axes=(0, 0, None, 0, 0, None, None, None)))
+  return _SEEDS_CHUNK[id(run_chunk)]
+
+
 def _start_from(fresh, trained):
   """`fresh` with every leaf whose path `trained` has taken from `trained`.
 
@@ -346,3 +361,57 @@ def train(config, *, seed: int, steps: int, batch_size: int | None = None,
               accuracy(model, params, data.test_images, data.test_labels,
                        batch_size=min(1000, len(data.test_images)), apply=predict))
   return Run(model, params, init_params, losses, test_acc, records, diverged)
+
+
+def train_seeds(config, *, seeds, steps: int, batch_size: int | None = None,
+                record_every: int | None = None,
+                record: Callable[[Any, Any], Any] | None = None,
+                chunk: int = 50, data: Split | None = None) -> list[Run]:
+  """`train` for every seed of `seeds` as one program (issue 56): parameters,
+  optimizer state, dropout key and example order per seed on a leading axis,
+  each chunk of steps one vmapped scan. Each returned Run is the one `train`
+  gives for its seed (to float round-off); a seed that diverges keeps
+  training beside the others and is reported diverged (NaN accuracy)."""
+  data = digits() if data is None else data
+  batch_size = batch_size or int(config.input.batch_size)
+  smoothing = float(config.get("label_smoothing", 0.0) or 0.0)
+  model, tx, run_chunk, predict = _compiled(config, steps, batch_size, smoothing)
+  step_seeds = _seeds_chunk(run_chunk)
+  lr_scale = jnp.float32(1.0)
+  keys = [jax.random.split(jax.random.PRNGKey(seed)) for seed in seeds]
+  sample = jnp.asarray(data.train_images[:2])
+  inits = [model.init({"params": k[0]}, sample, train=False)["params"] for k in keys]
+  stack = lambda trees: jax.tree.map(lambda *xs: jnp.stack(xs), *trees)
+  params = stack(inits)
+  opt_state = stack([tx.init(p) for p in inits])
+  dropout_rngs = jnp.stack([k[1] for k in keys])
+  images, labels = jnp.asarray(data.train_images), jnp.asarray(data.train_labels)
+  orders = np.stack([example_order(s, steps, batch_size, len(data.train_images))
+                     for s in seeds])
+  take = lambda tree, k: jax.tree.map(lambda x: x[k], tree)
+  marks = {0, steps} | (set(range(record_every, steps, record_every)) if record_every else set())
+  records = [{} for _ in seeds]
+  if record is not None:
+    for k, p in enumerate(inits):
+      records[k][0] = record(model, p)
+  losses, step = [], 0
+  while step < steps:
+    stop = min(step + chunk, min(m for m in marks if m > step))
+    params, opt_state, chunk_losses = step_seeds(
+        params, opt_state, jnp.arange(step, stop), jnp.asarray(orders[:, step:stop]),
+        dropout_rngs, images, labels, lr_scale)
+    losses.append(np.asarray(chunk_losses))
+    step = stop
+    if record is not None and step in marks:
+      for k in range(len(seeds)):
+        records[k][step] = record(model, take(params, k))
+  losses = np.concatenate(losses, axis=1)
+  runs = []
+  for k in range(len(seeds)):
+    diverged = not np.all(np.isfinite(losses[k]))
+    final = take(params, k)
+    acc = (float("nan") if diverged else
+           accuracy(model, final, data.test_images, data.test_labels,
+                    batch_size=min(1000, len(data.test_images)), apply=predict))
+    runs.append(Run(model, final, inits[k], losses[k], acc, records[k], diverged))
+  return runs

