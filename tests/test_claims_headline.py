@@ -117,3 +117,24 @@ def test_a_piece_is_saved_once_and_read_back(tmp_path, monkeypatch):
     raise AssertionError("a saved piece is read, not trained again")
   monkeypatch.setattr(headline, "train", no_training)
   assert headline.run_piece("sa_skip_free", 0, True, pieces_dir=str(tmp_path)) == piece
+
+
+@pytest.mark.extended
+@pytest.mark.skipif(not os.path.isdir("/usr/share/datasets/fashion-mnist"),
+                    reason="needs `apt-get install dataset-fashion-mnist` (.ci/run installs it)")
+def test_run_on_gpu_script_at_tiny_size(tmp_path):
+  """benchmarks/claims/run_on_gpu.sh --small: seeds as one program, pieces and
+  the log in $OUT/headline_gpu, no TensorFlow on the way (headline.main checks)."""
+  import subprocess  # noqa: PLC0415
+  import sys  # noqa: PLC0415
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  env = dict(os.environ, OUT=str(tmp_path), PATH=os.path.dirname(sys.executable) + ":" +
+             os.environ.get("PATH", ""))
+  done = subprocess.run(["bash", "benchmarks/claims/run_on_gpu.sh", "--small"], cwd=root,
+                        env=env, capture_output=True, text=True, timeout=900)
+  assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+  out = tmp_path / "headline_gpu"
+  names = sorted(p.name for p in out.iterdir())
+  assert names == ["headline_gpu.log"] + [f"small-{arm}-seed{s}.json" for arm in
+                                          ("mha_skip_free", "sa_skip_free") for s in (0, 1)]
+  assert "imported TensorFlow" not in (out / "headline_gpu.log").read_text()

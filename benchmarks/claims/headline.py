@@ -25,16 +25,16 @@ committed before the runs they judge; `headline: true` marks the entries.
 from __future__ import annotations
 
 import base64
-import functools
 import json
 import os
+import sys
 import time
 
 import numpy as np
 
 from benchmarks.claims import criteria, power
 from benchmarks.claims.criteria import Criterion, PaperValue
-from benchmarks.claims.digits_runs import idx_images, train
+from benchmarks.claims.digits_runs import idx_images, train, train_seeds
 from benchmarks.claims.ledger import entry, experiment
 
 DATASET = "fashion_mnist"
@@ -79,8 +79,9 @@ def arm_config(arm: str, steps: int, depth: int = DEPTH, width: int = WIDTH,
   return config
 
 
-def plan_steps(small: bool) -> int:
-  return _SMALL["steps"] if small else int(EPOCHS * 60_000 // BATCH)
+def plan_steps(small: bool, scale: int = 1) -> int:
+  """Steps of a run: EPOCHS (times `scale`, run_on_gpu.sh's 10) of the training images."""
+  return _SMALL["steps"] * scale if small else int(scale * EPOCHS * 60_000 // BATCH)
 
 
 def _hfc_lfc(model, params, images) -> list[float]:
@@ -115,16 +116,19 @@ def piece_path(arm: str, seed: int, small: bool, pieces_dir: str = PIECES_DIR) -
   return os.path.join(pieces_dir, f"{'small-' if small else ''}{arm}-seed{seed}.json")
 
 
-def run_piece(arm: str, seed: int, small: bool, pieces_dir: str = PIECES_DIR) -> dict:
-  """The piece (arm, seed): read if saved, else trained and saved (atomically)."""
-  path = piece_path(arm, seed, small, pieces_dir)
-  if os.path.exists(path):
-    with open(path) as f:
-      return json.load(f)
+def _load(path: str) -> dict | None:
+  if not os.path.exists(path):
+    return None
+  with open(path) as f:
+    return json.load(f)
+
+
+def _arm_setup(arm: str, small: bool, scale: int):
+  """(data, config, steps, record_every, record) of an arm's runs."""
   data = idx_images(DATASET)
   sizes = (dict(depth=_SMALL["depth"], width=_SMALL["width"],
                 skip_free_depth=_SMALL["skip_free_depth"]) if small else {})
-  steps = plan_steps(small)
+  steps = plan_steps(small, scale)
   config = arm_config(arm, steps, **sizes)
   every = max(1, steps // CURVE_POINTS)
   profile_images = data.test_images[:PROFILE_IMAGES]
@@ -135,10 +139,11 @@ def run_piece(arm: str, seed: int, small: bool, pieces_dir: str = PIECES_DIR) ->
     if wants_profile:
       out["hfc_lfc"] = _hfc_lfc(model, params, profile_images)
     return out
+  return data, config, steps, every, record
 
-  start = time.time()
-  run = train(config, seed=seed, steps=steps, batch_size=BATCH, record_every=every,
-              record=record, data=data, chunk=min(every, 50), stop_on_divergence=True)
+
+def _save(run, arm: str, seed: int, steps: int, seconds: float, path: str) -> dict:
+  """The piece of one finished run, written atomically to `path`."""
   marks = sorted(run.records)
   piece = {
       "arm": arm, "seed": seed, "steps": steps, "diverged": bool(run.diverged),
@@ -146,18 +151,50 @@ def run_piece(arm: str, seed: int, small: bool, pieces_dir: str = PIECES_DIR) ->
       "test_accuracy": float("nan") if run.diverged else float(run.records[marks[-1]]["correct"].mean()),
       "correct": pack(run.records[marks[-1]]["correct"]),
       "final_loss": float(np.nanmean(run.losses[-max(1, len(run.losses) // 10):])),
-      "seconds": time.time() - start,
+      "seconds": seconds,
   }
-  if wants_profile:
+  if "hfc_lfc" in run.records[0]:
     piece["hfc_lfc"] = {"init": run.records[0]["hfc_lfc"],
                         "trained": run.records[marks[-1]]["hfc_lfc"]}
-  os.makedirs(pieces_dir, exist_ok=True)
+  os.makedirs(os.path.dirname(path), exist_ok=True)
   with open(path + ".tmp", "w") as f:
     json.dump(piece, f)
   os.replace(path + ".tmp", path)
-  print(f"[headline] {arm} seed {seed}: acc {piece['test_accuracy']:.4f} "
-        f"({piece['seconds']:.0f} s)", flush=True)
+  print(f"[headline] {arm} seed {seed}: acc {piece['test_accuracy']:.4f} ({seconds:.0f} s)",
+        flush=True)
   return piece
+
+
+def run_piece(arm: str, seed: int, small: bool, pieces_dir: str = PIECES_DIR,
+              scale: int = 1) -> dict:
+  """The piece (arm, seed): read if saved, else trained and saved (atomically)."""
+  path = piece_path(arm, seed, small, pieces_dir)
+  saved = _load(path)
+  if saved is not None:
+    return saved
+  data, config, steps, every, record = _arm_setup(arm, small, scale)
+  start = time.time()
+  run = train(config, seed=seed, steps=steps, batch_size=BATCH, record_every=every,
+              record=record, data=data, chunk=min(every, 50), stop_on_divergence=True)
+  return _save(run, arm, seed, steps, time.time() - start, path)
+
+
+def run_pieces_together(arm: str, seeds, small: bool, pieces_dir: str = PIECES_DIR,
+                        scale: int = 1) -> dict[str, dict]:
+  """The pieces of `arm` for `seeds`, the missing ones trained as one program
+  (`digits_runs.train_seeds`: the accelerator's way; on this CPU one seed
+  after another is faster)."""
+  paths = {s: piece_path(arm, s, small, pieces_dir) for s in seeds}
+  missing = [s for s in seeds if _load(paths[s]) is None]
+  if missing:
+    data, config, steps, every, record = _arm_setup(arm, small, scale)
+    start = time.time()
+    runs = train_seeds(config, seeds=missing, steps=steps, batch_size=BATCH,
+                       record_every=every, record=record, data=data, chunk=min(every, 50))
+    seconds = (time.time() - start) / len(missing)
+    for seed, run in zip(missing, runs):
+      _save(run, arm, seed, steps, seconds, paths[seed])
+  return {f"seed {s}": _load(paths[s]) for s in seeds}
 
 
 def run_pieces(arms, seeds, small: bool) -> dict[str, dict[str, dict]]:
@@ -413,17 +450,31 @@ def main(argv=None) -> int:
   parser.add_argument("--arms", required=True)
   parser.add_argument("--seeds", required=True)
   parser.add_argument("--small", action="store_true")
+  parser.add_argument("--scale", type=int, default=1, help="times the planned steps")
+  parser.add_argument("--together", action="store_true",
+                      help="each arm's seeds as one program (the GPU's way)")
+  parser.add_argument("--pieces_dir", default=PIECES_DIR)
   args = parser.parse_args(argv)
   arms = args.arms.split(",")
   unknown = sorted(set(arms) - set(ARMS))
   if unknown:
     parser.error(f"--arms: unknown {unknown}; choose from {list(ARMS)}")
-  run_pieces(arms, [int(s) for s in args.seeds.split(",")], args.small)
+  if args.scale != 1 and os.path.abspath(args.pieces_dir) == os.path.abspath(PIECES_DIR):
+    parser.error(f"--scale={args.scale} needs a --pieces_dir of its own (not the planned runs')")
+  seeds = [int(s) for s in args.seeds.split(",")]
+  for arm in arms:
+    if args.together:
+      run_pieces_together(arm, seeds, args.small, args.pieces_dir, args.scale)
+    else:
+      for seed in seeds:
+        run_piece(arm, seed, args.small, args.pieces_dir, args.scale)
+  if "tensorflow" in sys.modules and sys.modules["tensorflow"] is not None:
+    print("error: the pieces' path imported TensorFlow (a lent GPU has none)", file=sys.stderr)
+    return 1
   return 0
 
 
 if __name__ == "__main__":
-  import sys  # noqa: PLC0415
   os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
                         "intra_op_parallelism_threads=1")
   sys.exit(main())
