@@ -88,8 +88,8 @@ out = os.environ["MULTIPROCESS_TEST_OUT"]
 global_batch = sharding.global_batch
 save = checkpointing.Checkpointer.save
 
-def recording_global_batch(local_batch, mesh):
-  batch = global_batch(local_batch, mesh)
+def recording_global_batch(local_batch, mesh, replica_axis=False):
+  batch = global_batch(local_batch, mesh, replica_axis)
   path = os.path.join(out, f"layout_{jax.process_index()}.json")
   if not os.path.exists(path):  # the first call: the first train batch
     rows = [s.index[0] for s in batch["label"].addressable_shards]
