@@ -28,6 +28,7 @@ import base64
 import json
 import os
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -46,6 +47,7 @@ CURVE_POINTS = 5                    # test accuracy every 20 % of the steps
 PROFILE_IMAGES = 1000               # HFC/LFC over the first 1000 test images
 PIECES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), "benchmarks", "results", "claims", "headline")
+SMALL_PIECES_DIR = os.path.join(tempfile.gettempdir(), "vit_spectral_headline_small")
 _SMALL = dict(depth=2, width=16, steps=10, skip_free_depth=2)
 VIT_ARMS = ("plain", "attn_scale", "feat_scale", "lipsformer", "vit_no_warmup")
 ARMS = VIT_ARMS + ("sa_skip_free", "mha_skip_free")
@@ -198,8 +200,11 @@ def run_pieces_together(arm: str, seeds, small: bool, pieces_dir: str = PIECES_D
 
 
 def run_pieces(arms, seeds, small: bool) -> dict[str, dict[str, dict]]:
-  """{arm: {"seed s": piece}}, each piece trained or read (`run_piece`)."""
-  return {arm: {f"seed {s}": run_piece(arm, s, small) for s in seeds} for arm in arms}
+  """{arm: {"seed s": piece}}, each piece trained or read (`run_piece`); the
+  tiny form's pieces go to a temporary folder, never beside the committed ones."""
+  pieces_dir = SMALL_PIECES_DIR if small else PIECES_DIR
+  return {arm: {f"seed {s}": run_piece(arm, s, small, pieces_dir) for s in seeds}
+          for arm in arms}
 
 
 # ------------------------------------------------------------- the declarations
