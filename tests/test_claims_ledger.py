@@ -12,7 +12,7 @@ import shlex
 import pytest
 
 from benchmarks import render_claims, reproduce_claims
-from benchmarks.claims import criteria, ledger
+from benchmarks.claims import criteria, headline, ledger
 
 REPO = ledger.REPO
 ENTRIES = ledger.read()
@@ -29,8 +29,12 @@ def test_ledger_covers_every_paper_with_30_or_more_claims():
 
 
 def test_every_registered_claim_has_an_entry_a_criterion_and_back():
+  """Every registered claim has an entry, but a headline claim declared before
+  its runs and not yet run (`headline.PENDING`, each with its reason)."""
   registered = ledger.claim_experiments()
-  assert sorted(registered) == sorted(e["id"] for e in ENTRIES)
+  assert all(headline.PENDING.values())
+  assert not set(headline.PENDING) & {e["id"] for e in ENTRIES}, "run: leave PENDING"
+  assert sorted(registered) == sorted([e["id"] for e in ENTRIES] + list(headline.PENDING))
   assert sorted(criteria.CRITERIA) == sorted(registered)
 
 
