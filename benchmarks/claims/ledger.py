@@ -299,8 +299,9 @@ def rejudged(old: dict[str, Any], reason: str, date: str, why: str | None = None
   `why` replaces the stored cause (needed when the verdict changed to one
   that is not "reproduced")."""
   measured = {k: old[k] for k in ("id", "paper", "setup", "measured", "command")}
-  if "figure" in old:
-    measured["figure"] = old["figure"]
+  for key in ("figure", "headline"):
+    if key in old:
+      measured[key] = old[key]
   effect = criteria.criterion_for(old["id"]).effect is not None
   if why is None and effect:   # its why comes from the interval; the stored one may be another rule's
     why = ""
