@@ -234,9 +234,11 @@ LONG_SEEDS = (10, 11, 12, 13, 14)
 # Headline claims declared before their runs and not yet run, with the reason
 # (the ledger's test lets them lack an entry; a run removes them from here).
 PENDING = {
-    "001-headline-no-warmup": "not run yet: its pilot has one LipsFormer seed (85.8 %, 805 s "
-                              "on the shared 2 cores) and no vit_no_warmup arm; the pilot and "
-                              "the runs did not fit the session of 2026-12-06",
+    "001-headline-no-warmup": "its plan (6 seeds, 30500f3) is committed; the runs were cut "
+                              "by the end of the session of 2026-12-06 (vit_no_warmup seeds "
+                              "0-3 done, LipsFormer none): `python -m benchmarks.claims."
+                              "headline --arms=vit_no_warmup,lipsformer --seeds=0,1,2,3,4,5` "
+                              "resumes them",
 }
 HFC_ID = "003-headline-hfc-lfc"
 HFC_ARM = "plain"
