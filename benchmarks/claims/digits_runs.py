@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import os
 import random
 from typing import Any, Callable
 
@@ -34,6 +35,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from vit_spectral.data import idx_files
+from vit_spectral.data.statistics import dataset_statistics
 from vit_spectral.models import build_model
 from vit_spectral.training.optim import make_optimizer, peak_learning_rate
 from vit_spectral.training.steps import cross_entropy
@@ -131,9 +134,6 @@ def idx_images(name: str, data_dir: str | None = None) -> Split:
     FileNotFoundError: the idx files are not on this machine (one line naming
       how to install them).
   """
-  import os  # noqa: PLC0415
-  from vit_spectral.data import idx_files  # noqa: PLC0415
-  from vit_spectral.data.statistics import dataset_statistics  # noqa: PLC0415
   data_dir = data_dir or os.path.expanduser(os.environ.get("TFDS_DATA_DIR",
                                                            "~/tensorflow_datasets"))
   paths = idx_files.find(name, data_dir)
@@ -189,15 +189,19 @@ def example_order(seed: int, steps: int, batch_size: int, num_examples: int) -> 
   return order[:steps * batch_size].reshape(steps, batch_size).astype(np.int32)
 
 
-def accuracy(model, params, images, labels, batch_size: int = 360, apply=None) -> float:
-  """Top-1 accuracy of `model` (inference mode) on `images`; `apply` (params,
-  images) -> logits, jitted once per setup by `_compiled` (None: jit here)."""
+def correct(model, params, images, labels, batch_size: int = 360, apply=None) -> np.ndarray:
+  """(N,) bool: each of `images` classified right by `model` (inference mode);
+  `apply` (params, images) -> logits, jitted once per setup by `_compiled`
+  (None: jit here)."""
   apply = apply or jax.jit(lambda p, x: model.apply({"params": p}, x, train=False))
-  correct = 0
-  for start in range(0, len(images), batch_size):
-    logits = apply(params, images[start:start + batch_size])
-    correct += int((np.asarray(logits).argmax(-1) == labels[start:start + batch_size]).sum())
-  return correct / len(images)
+  return np.concatenate([
+      np.asarray(apply(params, images[start:start + batch_size])).argmax(-1)
+      == labels[start:start + batch_size] for start in range(0, len(images), batch_size)])
+
+
+def accuracy(model, params, images, labels, batch_size: int = 360, apply=None) -> float:
+  """Top-1 accuracy of `model` on `images` (`correct`'s mean)."""
+  return float(correct(model, params, images, labels, batch_size, apply).mean())
 
 
 _COMPILED: dict[str, Any] = {}

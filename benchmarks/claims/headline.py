@@ -31,11 +31,12 @@ import sys
 import tempfile
 import time
 
+import jax
 import numpy as np
 
 from benchmarks.claims import criteria, power
 from benchmarks.claims.criteria import Criterion, PaperValue
-from benchmarks.claims.digits_runs import idx_images, train, train_seeds
+from benchmarks.claims.digits_runs import correct, idx_images, train, train_seeds
 from benchmarks.claims.ledger import entry, experiment
 
 DATASET = "fashion_mnist"
@@ -94,13 +95,11 @@ def _hfc_lfc(model, params, images) -> list[float]:
 
 
 def _correct(model, params, data) -> np.ndarray:
-  """(10000,) bool: each test image classified right."""
-  import jax  # noqa: PLC0415
-  predict = _predictors.setdefault(id(model), jax.jit(
-      lambda p, x: model.apply({"params": p}, x, train=False)))
-  out = [np.asarray(predict(params, data.test_images[i:i + 1000])).argmax(-1)
-         for i in range(0, len(data.test_images), 1000)]
-  return np.concatenate(out) == data.test_labels
+  """(10000,) bool: each test image classified right (one jitted predictor per model)."""
+  if id(model) not in _predictors:
+    _predictors[id(model)] = jax.jit(lambda p, x: model.apply({"params": p}, x, train=False))
+  return correct(model, params, data.test_images, data.test_labels, 1000,
+                 apply=_predictors[id(model)])
 
 
 _predictors: dict[int, object] = {}
